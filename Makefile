@@ -1,0 +1,43 @@
+# reprodiag: the two README commands are `make demo` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+WORKSPACE ?= reprodiag-workspace
+
+.PHONY: demo test lint sysdeps bench clean gpu-test
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+# Debian packages the tests need (bubblewrap for the sandbox), installed when root and missing.
+sysdeps:
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null; \
+	  else echo "bubblewrap is missing and this is not root: sandbox tests will be skipped"; fi; \
+	fi
+
+demo: $(STAMP)
+	$(VENV)/bin/reprodiag -w $(WORKSPACE) demo
+
+test: $(STAMP) sysdeps
+	$(PY) -m pytest -q -p no:cacheprovider
+
+gpu-test: $(STAMP) sysdeps
+	$(PY) -m pytest -q -m gpu
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(VENV)/bin/reprodiag bench extract
+	$(VENV)/bin/reprodiag bench mine
+	$(VENV)/bin/reprodiag bench score
+	$(VENV)/bin/reprodiag bench sandbox
+
+clean:
+	rm -rf $(WORKSPACE) reprodiag-datasets reprodiag-eval .pytest_cache

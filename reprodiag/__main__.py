@@ -1,0 +1,3 @@
+from reprodiag.cli import entry
+
+entry()

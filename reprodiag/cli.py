@@ -1,0 +1,481 @@
+"""The ``reprodiag`` command line: one Typer app, one short command per stage.
+
+Each command parses its flags and calls one library function; stage packages
+are imported lazily so ``reprodiag --help`` stays fast. User errors
+(:class:`UserError`, malformed documents, unusable workspace, bad flags) print
+one line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from typer import Abort as _Abort
+from typer import Exit as _Exit
+
+try:  # typer >= 0.22 vendors its own click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exc
+
+from reprodiag import console as out
+from reprodiag.config import workspace_path
+from reprodiag.errors import UserError
+
+app = typer.Typer(
+    name="reprodiag",
+    help="Mine paper-reproduction threads from GitHub, diagnose them, replay fixes, build datasets and run "
+    "the diagnosis benchmark.\n\nExample: reprodiag demo",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+bench_app = typer.Typer(help="Measure throughput and cost of a stage. Example: reprodiag bench score",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+_state: dict[str, Any] = {"workspace": None}
+
+
+class ApiKind(str, Enum):
+    graphql = "graphql"
+    rest = "rest"
+
+
+class Backend(str, Enum):
+    rules = "rules"
+    openai = "openai"
+    anthropic = "anthropic"
+    openai_compatible = "openai-compatible"
+
+
+class SandboxBackend(str, Enum):
+    auto = "auto"
+    bwrap = "bwrap"
+    docker = "docker"
+    podman = "podman"
+    local = "local"
+
+
+class ExportTable(str, Enum):
+    threads = "threads"
+    records = "records"
+    verdicts = "verdicts"
+    trajectories = "trajectories"
+    scored = "scored"
+    decisions = "decisions"
+    repos = "repos"
+    repo_status = "repo_status"
+    rejects = "rejects"
+    cases = "cases"
+    runs = "runs"
+
+
+class Format(str, Enum):
+    jsonl = "jsonl"
+    parquet = "parquet"
+
+
+def _store(create: bool = True):  # noqa: ANN202 - lazy import keeps --help fast
+    from reprodiag.store import Store
+
+    return Store(workspace_path(_state["workspace"]), create=create)
+
+
+def _report(report: Any) -> None:
+    """Print a StageReport as a small table (stdout stays machine-readable JSON with --quiet)."""
+    from rich.table import Table
+
+    if out.verbosity() == 0:
+        print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False))
+        return
+    table = Table(title=f"reprodiag {report.stage}", show_header=True)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for k, v in report.counts.items():
+        table.add_row(k, str(v))
+    for k, v in report.outputs.items():
+        table.add_row(k, v)
+    out.console.print(table)
+    for note in report.notes:
+        out.console.print(note)
+
+
+@app.callback()
+def _main(
+    workspace: Annotated[
+        str | None,
+        typer.Option("--workspace", "-w", help="Workspace directory (env REPRODIAG_WORKSPACE).",
+                     envvar="REPRODIAG_WORKSPACE"),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More output.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only results and errors.")] = False,
+) -> None:
+    """Global options."""
+    _state["workspace"] = workspace
+    out.set_verbosity(0 if quiet else 2 if verbose else 1)
+
+
+# ---------------------------------------------------------------------------- miner
+
+
+@app.command()
+def index(
+    dump: Annotated[Path | None, typer.Option(help="PWC links dump (.json, .json.gz or .parquet).")] = None,
+    repos_file: Annotated[Path | None, typer.Option(help="Plain list: one owner/name or GitHub URL per line.")] = None,
+    repo: Annotated[list[str] | None, typer.Option("--repo", help="Add one repository (repeatable).")] = None,
+    official_only: Annotated[bool, typer.Option(help="Keep only official code links.")] = False,
+    min_stars: Annotated[int | None, typer.Option(min=0, help="Fetch stars via GraphQL and keep >= N.")] = None,
+    api_url: Annotated[str | None, typer.Option(help="GitHub API base URL (Enterprise or fake server).")] = None,
+    token_file: Annotated[Path | None, typer.Option(help="File with one GitHub token per line.")] = None,
+) -> None:
+    """Build the repository index from a PWC dump or a list.
+
+    Example: reprodiag index --dump links-between-papers-and-code.json.gz --official-only --min-stars 200
+    """
+    from miner.index import run_index
+
+    _report(run_index(_store(), dump=dump, repos_file=repos_file, repos=repo or [], official_only=official_only,
+                      min_stars=min_stars, api_url=api_url, token_file=token_file))
+
+
+@app.command()
+def mine(
+    repos: Annotated[list[str] | None, typer.Option("--repos", help="Mine these owner/name (repeatable).")] = None,
+    api: Annotated[ApiKind, typer.Option(help="graphql (cheap, default) or rest (PyGithub).")] = ApiKind.graphql,
+    api_url: Annotated[str | None, typer.Option(help="GitHub API base URL (Enterprise or fake server).")] = None,
+    token_file: Annotated[Path | None, typer.Option(help="File with one GitHub token per line.")] = None,
+    include_prs: Annotated[bool, typer.Option(help="Also mine pull requests.")] = False,
+    discussions: Annotated[bool, typer.Option(help="Mine discussions too.")] = True,
+    concurrency: Annotated[int, typer.Option(min=1, max=100, help="Concurrent requests.")] = 8,
+    estimate: Annotated[bool, typer.Option(help="Print expected cost and time, spend nothing.")] = False,
+    status: Annotated[bool, typer.Option(help="Print the per-repository status table.")] = False,
+) -> None:
+    """Fetch issues, discussions and all their comments into the workspace (resumable, incremental).
+
+    Example: GITHUB_TOKEN=... reprodiag mine --repos facebookresearch/detr
+    """
+    from miner import sync
+
+    store = _store()
+    if status:
+        _report(sync.mine_status(store))
+    elif estimate:
+        _report(sync.estimate(store, repos=repos or None, include_prs=include_prs, api=api.value,
+                              tokens_n=None, token_file=token_file))
+    else:
+        _report(sync.run_mine(store, repos=repos or None, api=api.value, api_url=api_url, token_file=token_file,
+                              include_prs=include_prs, include_discussions=discussions, concurrency=concurrency))
+
+
+# ---------------------------------------------------------------------------- extract
+
+
+@app.command("filter")
+def filter_(
+    input: Annotated[Path | None, typer.Option("--input", "-i", help="threads.jsonl (else the workspace).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="decisions.jsonl to write.")] = None,
+) -> None:
+    """Decide which threads are paper-reproduction threads (not software bug reports).
+
+    Example: reprodiag filter --input threads.jsonl --output decisions.jsonl
+    """
+    from extract.pipeline import run_filter
+
+    _report(run_filter(None if input else _store(), input=input, output=output))
+
+
+@app.command()
+def extract(
+    input: Annotated[Path | None, typer.Option("--input", "-i", help="threads.jsonl (else the workspace).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="records.jsonl to write.")] = None,
+    backend: Annotated[Backend, typer.Option(help="Extractor backend.")] = Backend.rules,
+    model: Annotated[str | None, typer.Option(help="Model name for LLM backends.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Server URL for openai-compatible (vLLM, Ollama).")] = None,
+    no_filter: Annotated[bool, typer.Option("--no-filter", help="Extract every thread.")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, max=256)] = 8,
+    batch: Annotated[Path | None, typer.Option(help="Write a Batch API request file instead of calling.")] = None,
+    collect: Annotated[Path | None, typer.Option(help="Join Batch API results back by custom_id.")] = None,
+) -> None:
+    """Turn relevant threads into grounded diagnosis records.
+
+    Example: reprodiag extract --backend openai --model gpt-4o-mini
+    """
+    from extract.pipeline import run_extract
+
+    store = _store()
+    _report(run_extract(store, input=input, output=output, backend=backend.value, model=model, base_url=base_url,
+                        no_filter=no_filter, concurrency=concurrency, batch=batch, collect=collect))
+
+
+# ---------------------------------------------------------------------------- scoring
+
+
+@app.command()
+def score(
+    input: Annotated[Path | None, typer.Option("--input", "-i", help="records.jsonl (else the workspace).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="scored.jsonl to write.")] = None,
+    threshold: Annotated[int, typer.Option(min=0, max=8, help="Keep records with quality >= this.")] = 4,
+    rejects: Annotated[Path | None, typer.Option(help="Write per-record reject reasons here (JSONL).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for the repository-level split.")] = 0,
+) -> None:
+    """Score, tag, redact, dedupe and split records.
+
+    Example: reprodiag score --threshold 4
+    """
+    from scoring.pipeline import run_score
+
+    _report(run_score(None if input else _store(), input=input, output=output, threshold=threshold,
+                      rejects=rejects, seed=seed))
+
+
+# ---------------------------------------------------------------------------- sandbox
+
+
+@app.command()
+def replay(
+    case: Annotated[list[Path] | None, typer.Option("--case", help="ReplaySpec TOML file (repeatable).")] = None,
+    backend: Annotated[SandboxBackend, typer.Option(help="Isolation backend (auto picks bwrap on Linux).")]
+    = SandboxBackend.auto,
+    unsafe_local: Annotated[bool, typer.Option("--unsafe-local", help="Allow the local backend: NO isolation.")]
+    = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="verdict JSON (one case) or JSONL.")] = None,
+    bundled: Annotated[bool, typer.Option(help="Replay the bundled cases.")] = False,
+    draft: Annotated[bool, typer.Option(help="Draft ReplaySpecs from workspace records for review.")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, max=64)] = 1,
+) -> None:
+    """Replay cases in a sandbox and confirm (or refute) the fix.
+
+    Example: reprodiag replay --case cases/f1-average/case.toml --output verdict.json
+    """
+    from sandbox.pipeline import run_replay
+
+    store = None if (case and output) else _store()
+    _report(run_replay(store, cases=case or [], backend=backend.value, unsafe_local=unsafe_local, output=output,
+                       bundled=bundled, draft=draft, concurrency=concurrency))
+
+
+# ---------------------------------------------------------------------------- build & eval
+
+
+@app.command()
+def build(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory for sft/dpo/eval.")]
+    = Path("reprodiag-datasets"),
+    per_type_min: Annotated[int, typer.Option(min=0, help="Eval items per error type, at least.")] = 20,
+    per_type_max: Annotated[int, typer.Option(min=1, help="Eval items per error type, at most.")] = 40,
+    seed: Annotated[int, typer.Option()] = 0,
+    push_to_hub: Annotated[str | None, typer.Option(help="Push to the Hugging Face hub as ORG/NAME.")] = None,
+) -> None:
+    """Build the SFT, DPO and eval datasets (save_to_disk + Parquet + dataset card).
+
+    Example: reprodiag build -o datasets/
+    """
+    from reprodiag.build import run_build
+
+    _report(run_build(_store(), out_dir, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed,
+                      push_to_hub=push_to_hub))
+
+
+@app.command("eval")
+def eval_(
+    eval_set: Annotated[Path, typer.Option(help="Eval set: JSONL file, Parquet, or a build output dir.")],
+    model: Annotated[list[str], typer.Option("--model", help="openai:M, anthropic:M, openai-compatible:M@URL, "
+                                             "baseline:prior, baseline:rules (repeatable).")],
+    grader: Annotated[str, typer.Option(help="lexical or llm:SPEC.")] = "lexical",
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for grades, results and report.")]
+    = Path("reprodiag-eval"),
+    concurrency: Annotated[int, typer.Option(min=1, max=256)] = 8,
+) -> None:
+    """Run models on the diagnosis benchmark and grade their answers.
+
+    Example: reprodiag eval --eval-set datasets/eval --model baseline:prior --model openai:gpt-4o-mini -o results/
+    """
+    from eval_diagnosis.pipeline import run_eval
+
+    _report(run_eval(eval_set, models=model, grader=grader, out_dir=out_dir, concurrency=concurrency,
+                     store=_store()))
+
+
+@app.command()
+def grade(
+    eval_set: Annotated[Path | None, typer.Option(help="Eval set: JSONL file, Parquet, or a build output dir.")]
+    = None,
+    answers: Annotated[Path | None, typer.Option(help="answers.jsonl: {id, model, answer} per line.")] = None,
+    grader: Annotated[str, typer.Option(help="lexical or llm:SPEC.")] = "lexical",
+    out_dir: Annotated[Path, typer.Option("--out", "-o")] = Path("reprodiag-grades"),
+    agreement: Annotated[Path | None, typer.Option(help="Human labels JSONL: report grader agreement.")] = None,
+) -> None:
+    """Grade given answers without calling any model, or measure a grader against human labels.
+
+    Example: reprodiag grade --eval-set eval.jsonl --answers answers.jsonl -o grades/
+    """
+    from eval_diagnosis.pipeline import run_grade
+
+    _report(run_grade(eval_set, answers=answers, grader=grader, out_dir=out_dir, agreement=agreement))
+
+
+# ---------------------------------------------------------------------------- orchestration
+
+
+@app.command()
+def run(
+    api_url: Annotated[str | None, typer.Option(help="GitHub API base URL.")] = None,
+    token_file: Annotated[Path | None, typer.Option(help="File with one GitHub token per line.")] = None,
+    backend: Annotated[Backend, typer.Option(help="Extractor backend.")] = Backend.rules,
+    model: Annotated[str | None, typer.Option(help="Model for LLM extraction.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="openai-compatible server URL.")] = None,
+    sandbox_backend: Annotated[SandboxBackend, typer.Option(help="Sandbox backend.")] = SandboxBackend.auto,
+    out_dir: Annotated[Path, typer.Option("--out", "-o")] = Path("reprodiag-datasets"),
+    eval_model: Annotated[list[str] | None, typer.Option(help="Models to evaluate (default baseline:prior).")]
+    = None,
+) -> None:
+    """Run every stage in order over the indexed repositories (each stage resumes where it stopped).
+
+    Example: reprodiag run -o datasets/
+    """
+    from reprodiag.pipeline import run_all
+
+    for report in run_all(_store(), api_url=api_url, token_file=token_file, backend=backend.value, model=model,
+                          base_url=base_url, sandbox_backend=sandbox_backend.value, out_dir=out_dir,
+                          eval_models=eval_model or ["baseline:prior"]):
+        _report(report)
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Where datasets and eval go "
+                                                 "(default: inside the workspace).")] = None,
+    no_replay: Annotated[bool, typer.Option("--no-replay", help="Skip sandbox replays.")] = False,
+) -> None:
+    """Run the whole flow offline on the bundled sample, against a loopback fake GitHub.
+
+    Example: reprodiag -w /tmp/demo demo
+    """
+    from reprodiag.demo import run_demo
+
+    _report(run_demo(workspace_path(_state["workspace"]), out_dir=out_dir, replay=not no_replay))
+
+
+@app.command()
+def export(
+    table: Annotated[ExportTable, typer.Argument(help="What to export.")],
+    format: Annotated[Format, typer.Option("--format", "-f")] = Format.jsonl,
+    output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")] = Path("export.jsonl"),
+    raw: Annotated[bool, typer.Option(help="Skip redaction (stays local; never publish raw exports).")] = False,
+) -> None:
+    """Export a workspace table to JSONL or Parquet (redacted unless --raw).
+
+    Example: reprodiag export records --format parquet -o records.parquet
+    """
+    from reprodiag.exporting import export_table
+
+    _report(export_table(_store(create=False), table.value, output, fmt=format.value, redact=not raw))
+
+
+@bench_app.command("mine")
+def bench_mine(
+    threads: Annotated[int, typer.Option(min=10, help="Synthetic threads in total.")] = 3000,
+    latency_ms: Annotated[float, typer.Option(min=0)] = 100.0,
+) -> None:
+    """GraphQL vs REST budget and wall time against the fake GitHub. Example: reprodiag bench mine"""
+    from miner.bench import run_bench
+
+    _report(run_bench(threads=threads, latency_ms=latency_ms))
+
+
+@bench_app.command("extract")
+def bench_extract(
+    dev_set: Annotated[Path | None, typer.Option(help="Labeled dev set (default: the bundled one).")] = None,
+) -> None:
+    """Filter precision/recall and rules-extractor field accuracy on a labeled dev set.
+
+    Example: reprodiag bench extract
+    """
+    from extract.bench import run_bench
+
+    _report(run_bench(dev_set=dev_set))
+
+
+@bench_app.command("score")
+def bench_score(
+    n: Annotated[int, typer.Option(min=100, help="Synthetic records.")] = 1_000_000,
+) -> None:
+    """Score + tags + redaction + dedup over N synthetic records: time and peak memory.
+
+    Example: reprodiag bench score --n 1000000
+    """
+    from scoring.bench import run_bench
+
+    _report(run_bench(n=n))
+
+
+@bench_app.command("sandbox")
+def bench_sandbox(
+    repeats: Annotated[int, typer.Option(min=1, max=200)] = 10,
+) -> None:
+    """Start-up overhead of each sandbox backend against a plain subprocess. Example: reprodiag bench sandbox"""
+    from sandbox.bench import run_bench
+
+    _report(run_bench(repeats=repeats))
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(str(msg).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: returns the exit code (0 ok, 1 internal error, 2 user error)."""
+    from pydantic import ValidationError
+
+    from reprodiag.schema import SchemaError
+    from reprodiag.store import StoreError
+
+    try:
+        app(args=argv, standalone_mode=False, prog_name="reprodiag")
+    except click_exc.NoArgsIsHelpError:
+        app(args=["--help"], standalone_mode=False, prog_name="reprodiag")
+        return 0
+    except _Exit as exc:
+        return int(exc.exit_code or 0)
+    except _Abort:
+        out.console.print("aborted")
+        return 130
+    except click_exc.ClickException as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = f" ({ctx.command_path})" if ctx is not None else ""
+        out.error(f"error{where}: {_one_line(exc.format_message())}")
+        return 2
+    except (UserError, SchemaError, StoreError, ValidationError) as exc:
+        out.error(f"error: {_one_line(str(exc))}")
+        return 2
+    except KeyboardInterrupt:
+        out.console.print("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - last resort: one line, traceback only with -v
+        if out.verbosity() >= 2:
+            out.console.print_exception()
+        out.error(f"internal error: {type(exc).__name__}: {_one_line(str(exc))[:300]} "
+                  "(re-run with --verbose for a traceback)")
+        return 1
+    return 0
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()
