@@ -105,7 +105,7 @@ def _report(report: Any) -> None:
         table.add_row(k, v)
     out.console.print(table)
     for note in report.notes:
-        out.console.print(note)
+        out.console.print(note, markup=False, highlight=False)
 
 
 @app.callback()
@@ -169,7 +169,7 @@ def mine(
         _report(sync.mine_status(store))
     elif estimate:
         _report(sync.estimate(store, repos=repos or None, include_prs=include_prs, api=api.value,
-                              tokens_n=None, token_file=token_file))
+                              tokens_n=None, token_file=token_file, api_url=api_url))
     else:
         _report(sync.run_mine(store, repos=repos or None, api=api.value, api_url=api_url, token_file=token_file,
                               include_prs=include_prs, include_discussions=discussions, concurrency=concurrency))
@@ -250,6 +250,7 @@ def replay(
     bundled: Annotated[bool, typer.Option(help="Replay the bundled cases.")] = False,
     draft: Annotated[bool, typer.Option(help="Draft ReplaySpecs from workspace records for review.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=64)] = 1,
+    force: Annotated[bool, typer.Option(help="Replay cases that already have a stored verdict.")] = False,
 ) -> None:
     """Replay cases in a sandbox and confirm (or refute) the fix.
 
@@ -259,7 +260,7 @@ def replay(
 
     store = None if (case and output) else _store()
     _report(run_replay(store, cases=case or [], backend=backend.value, unsafe_local=unsafe_local, output=output,
-                       bundled=bundled, draft=draft, concurrency=concurrency))
+                       bundled=bundled, draft=draft, concurrency=concurrency, force=force))
 
 
 # ---------------------------------------------------------------------------- build & eval

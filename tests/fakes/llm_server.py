@@ -103,7 +103,7 @@ class Reply:
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as the server saw it. ``json`` is the parsed body (None if not JSON)."""
+    """One request as the server saw it. ``json``: the parsed body (None if not JSON); header names lowercase."""
 
     method: str
     path: str
@@ -263,7 +263,7 @@ class _FakeServer:
                 doc = json.loads(raw)
             except ValueError:
                 doc = None
-        rec = RecordedRequest(request.method, request.path, dict(request.headers), doc, raw, time.time())
+        rec = RecordedRequest(request.method, request.path, {k.lower(): v for k, v in request.headers.items()}, doc, raw, time.time())
         with self._lock:
             self._requests.append(rec)
         return rec
@@ -373,13 +373,15 @@ class OpenAIServer(_FakeServer):
         return web.json_response(doc, status=status, headers=headers)
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:
-        await self._record(request)
         form = await request.post()
         up = form.get("file")
         purpose = str(form.get("purpose", ""))
         if up is None or not hasattr(up, "file"):
             return web.json_response(self._error_body(400, "missing file"), status=400)
         data = up.file.read()
+        with self._lock:
+            self._requests.append(RecordedRequest(request.method, request.path, {k.lower(): v for k, v in request.headers.items()},
+                                                  {"purpose": purpose}, data, time.time()))
         fid = self._new_id("file-")
         meta = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                 "filename": up.filename or "upload.jsonl", "purpose": purpose, "status": "processed"}

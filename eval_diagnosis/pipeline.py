@@ -1,0 +1,250 @@
+"""``reprodiag eval`` and ``reprodiag grade``: run models on the eval set, grade, write the report.
+
+Outputs in ``out_dir``: ``answers.jsonl`` (appended as answers arrive: a rerun skips (id, model) pairs
+already answered; failed items are retried), ``grades.jsonl``, ``results.json``, ``report.html``
+(the last three rewritten atomically from all answers), and for ``grade --agreement`` ``agreement.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from eval_diagnosis.graders import Grade, Grader, make_grader
+from eval_diagnosis.graders.base import error_grade
+from eval_diagnosis.io import AnswerRow, load_answers, load_eval_set, load_labels, read_resumable_jsonl
+from eval_diagnosis.metrics import agreement as agreement_stats
+from eval_diagnosis.metrics import summarize
+from eval_diagnosis.prompt import PROMPT_VERSION, messages
+from eval_diagnosis.providers import ProviderError
+from eval_diagnosis.report import render_html
+from eval_diagnosis.runners import Runner, make_runner
+from reprodiag import console as out
+from reprodiag.errors import UserError
+from reprodiag.schema import EvalItem, StageReport, content_hash
+from reprodiag.store import Store
+
+ATTEMPTS = 2
+SEED = 0
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _mkdir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create output directory {path}: {exc.strerror}") from None
+
+
+def _cache_key(kind: str, name: str, *parts: str) -> str:
+    h = hashlib.sha256("\x1f".join((kind, name, PROMPT_VERSION, *parts)).encode("utf-8")).hexdigest()
+    return f"eval:{kind}:{h}"
+
+
+def _item_hash(item: EvalItem) -> str:
+    return content_hash(item.model_dump(mode="json"))
+
+
+def _ask(runner: Runner, item: EvalItem, store: Store | None) -> tuple[AnswerRow, bool]:
+    """One answer (from the cache when possible); provider failures retried, then an error row."""
+    key = None
+    if store is not None and runner.cacheable:
+        system, user = messages(item)
+        key = _cache_key("answer", runner.spec, system, user, _item_hash(item))
+        hit = store.cache_get(key)
+        if isinstance(hit, dict) and isinstance(hit.get("answer"), str):
+            return AnswerRow(id=item.id, model=runner.spec, answer=hit["answer"]), True
+    last = ""
+    for attempt in range(ATTEMPTS):
+        try:
+            text = runner.answer(item)
+        except ProviderError as exc:
+            last = str(exc)
+            time.sleep(0.2 * (attempt + 1))
+            continue
+        if key is not None and store is not None:
+            store.cache_put(key, {"answer": text})
+        return AnswerRow(id=item.id, model=runner.spec, answer=text or ""), False
+    return AnswerRow(id=item.id, model=runner.spec, answer="", error=last or "provider failed"), False
+
+
+def _grade_all(grader: Grader, items: dict[str, EvalItem], rows: list[AnswerRow], store: Store | None,
+               concurrency: int) -> list[Grade]:
+    def one(row: AnswerRow) -> Grade:
+        if row.error:
+            return error_grade(row.id, row.model, row.error, grader.name)
+        item = items[row.id]
+        key = None
+        if store is not None and grader.name != "lexical":
+            key = _cache_key("grade", grader.name, _item_hash(item), row.answer)
+            hit = store.cache_get(key)
+            if isinstance(hit, dict):
+                return Grade.model_validate(hit).model_copy(update={"model": row.model})
+        g = grader.grade(item, row.answer).model_copy(update={"id": row.id, "model": row.model})
+        if key is not None and store is not None and g.error is None:
+            store.cache_put(key, g.model_dump(mode="json"))
+        return g
+
+    if concurrency > 1 and grader.name != "lexical":
+        with ThreadPoolExecutor(concurrency) as pool:
+            return list(pool.map(one, rows))
+    return [one(r) for r in rows]
+
+
+def _write_outputs(out_dir: Path, items: list[EvalItem], rows: list[AnswerRow], grades: list[Grade],
+                   grader: str) -> dict[str, Any]:
+    types = {it.id: it.error_type for it in items}
+    models = summarize(grades, types, seed=SEED)
+    results = {
+        "grader": grader,
+        "seed": SEED,
+        "n_items": len(items),
+        "items_per_type": {t: sum(1 for it in items if it.error_type == t) for t in sorted(set(types.values()))},
+        "errors": {m: r["overall"]["errors"] for m, r in models.items()},
+        "models": models,
+    }
+    order = {it.id: i for i, it in enumerate(items)}
+    grades = sorted(grades, key=lambda g: (g.model, order.get(g.id, 0)))
+    keep = ("id", "model", "hit", "hit_rank", "directions", "false_positives", "justified", "error_type_match",
+            "reason", "error")
+    _write_atomic(out_dir / "grades.jsonl", "".join(
+        json.dumps(g.model_dump(mode="json", include=set(keep)), ensure_ascii=False) + "\n" for g in grades))
+    _write_atomic(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False, sort_keys=True))
+    answers = {(r.id, r.model): r.answer for r in rows}
+    _write_atomic(out_dir / "report.html", render_html(results, items, grades, answers))
+    return results
+
+
+def _notes(results: dict[str, Any]) -> list[str]:
+    notes = []
+    for m, r in results["models"].items():
+        o = r["overall"]
+        ci = (o.get("ci95") or {}).get("hit_any")
+        fmt = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+        notes.append(f"{m}: hit@1 {fmt(o['hit_at_1'])}, hit@3 {fmt(o['hit_at_3'])}, hit {fmt(o['hit_any'])}"
+                     + (f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
+                     + f", false-positive rate {fmt(o['false_positive_rate'])}, errors {o['errors']}")
+    return notes
+
+
+def run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, concurrency: int,
+             store: Store | None) -> StageReport:
+    """Answer every item with every model (resumable), grade, write grades/results/report."""
+    items = load_eval_set(Path(eval_set))
+    specs = list(dict.fromkeys(models))
+    if not specs:
+        raise UserError("give at least one --model")
+    grader_obj = make_grader(grader)
+    runners = [make_runner(s, items) for s in specs]
+    out_dir = Path(out_dir)
+    _mkdir(out_dir)
+    answers_path = out_dir / "answers.jsonl"
+    done: set[tuple[str, str]] = set()
+    for doc in read_resumable_jsonl(answers_path):
+        if isinstance(doc.get("id"), str) and isinstance(doc.get("model"), str) and not doc.get("error"):
+            done.add((doc["id"], doc["model"]))
+    todo = [(r, it) for r in runners for it in items if (it.id, r.spec) not in done]
+    lock = threading.Lock()
+    counts = {"items": len(items), "models": len(specs), "answered": 0, "cached": 0,
+              "reused": len(done & {(it.id, r.spec) for r in runners for it in items}), "errors": 0}
+
+    def work(job: tuple[Runner, EvalItem]) -> None:
+        row, cached = _ask(job[0], job[1], store)
+        line = json.dumps(row.model_dump(mode="json"), ensure_ascii=False) + "\n"
+        with lock:
+            with answers_path.open("a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
+            counts["cached" if cached else "answered"] += 1
+
+    if todo:
+        out.info(f"eval: {len(todo)} answers to get ({len(done)} already in {answers_path})")
+        with ThreadPoolExecutor(max(1, concurrency)) as pool:
+            for _ in out.track(pool.map(work, todo), "answering", total=len(todo)):
+                pass
+    item_by_id = {it.id: it for it in items}
+    latest: dict[tuple[str, str], AnswerRow] = {}
+    for doc in read_resumable_jsonl(answers_path):
+        try:
+            row = AnswerRow.model_validate(doc)
+        except ValueError:
+            continue
+        if row.id in item_by_id and row.model in specs:
+            prev = latest.get((row.id, row.model))
+            if prev is None or prev.error or not row.error:
+                latest[(row.id, row.model)] = row
+    rows = sorted(latest.values(), key=lambda r: (r.model, r.id))
+    grades = _grade_all(grader_obj, item_by_id, rows, store, concurrency)
+    counts["errors"] = sum(g.error is not None for g in grades)
+    results = _write_outputs(out_dir, items, rows, grades, grader_obj.name)
+    return StageReport(stage="eval", counts=counts, notes=_notes(results),
+                       outputs={"answers": str(answers_path), "grades": str(out_dir / "grades.jsonl"),
+                                "results": str(out_dir / "results.json"), "report": str(out_dir / "report.html")})
+
+
+def run_agreement(labels_path: Path, grader: Grader) -> dict[str, Any]:
+    """Grade each labeled answer and compare with the human hit label."""
+    labels = load_labels(labels_path)
+    predicted, disagreements = [], []
+    for i, lab in enumerate(labels, start=1):
+        g = grader.grade(lab.item, lab.answer)
+        predicted.append(g.hit)
+        if g.hit != lab.hit:
+            disagreements.append({"line": i, "id": lab.item.id, "human": lab.hit, "grader": g.hit,
+                                  "reason": g.reason, "notes": lab.notes})
+    stats = agreement_stats(predicted, [lab.hit for lab in labels])
+    return {"grader": grader.name, "labels": str(labels_path), **stats, "disagreements": disagreements}
+
+
+def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_dir: Path,
+              agreement: Path | None) -> StageReport:
+    """Grade given answers (no model is called) and/or measure the grader against human labels."""
+    if agreement is None and (eval_set is None or answers is None):
+        raise UserError("grade needs --eval-set and --answers, or --agreement LABELS.jsonl")
+    if (eval_set is None) != (answers is None):
+        raise UserError("--eval-set and --answers go together")
+    grader_obj = make_grader(grader)
+    out_dir = Path(out_dir)
+    counts: dict[str, int] = {}
+    outputs: dict[str, str] = {}
+    notes: list[str] = []
+    if eval_set is not None and answers is not None:
+        items = load_eval_set(Path(eval_set))
+        rows = load_answers(Path(answers))
+        by_id = {it.id: it for it in items}
+        unknown = [r for r in rows if r.id not in by_id]
+        if rows and len(unknown) == len(rows):
+            raise UserError(f"{answers}: no answer id matches an item of {eval_set} (first: {unknown[0].id!r})")
+        rows = sorted((r for r in rows if r.id in by_id), key=lambda r: (r.model, r.id))
+        _mkdir(out_dir)
+        grades = _grade_all(grader_obj, by_id, rows, None, 1)
+        results = _write_outputs(out_dir, items, rows, grades, grader_obj.name)
+        counts.update({"items": len(items), "answers": len(rows), "unknown ids": len(unknown),
+                       "hits": sum(g.hit for g in grades), "errors": sum(g.error is not None for g in grades)})
+        outputs.update({"grades": str(out_dir / "grades.jsonl"), "results": str(out_dir / "results.json"),
+                        "report": str(out_dir / "report.html")})
+        notes += _notes(results)
+    if agreement is not None:
+        res = run_agreement(Path(agreement), grader_obj)
+        _mkdir(out_dir)
+        _write_atomic(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
+        counts.update({"labels": res["n"], "agreeing": res["n"] - len(res["disagreements"])})
+        outputs["agreement"] = str(out_dir / "agreement.json")
+        notes.append(f"{grader_obj.name} vs human labels: accuracy {res['accuracy']:.3f}, "
+                     f"Cohen's kappa {res['kappa']:.3f} (n={res['n']})")
+    return StageReport(stage="grade", counts=counts, outputs=outputs, notes=notes)

@@ -1,0 +1,129 @@
+"""A static, self-contained HTML report (inline CSS and SVG, no script, no CDN). All model and thread
+text is HTML-escaped."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from eval_diagnosis.graders.base import Grade
+from reprodiag.schema import ERROR_TYPES, EvalItem
+
+_COLORS = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5")
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+th{background:#f4f4f4}td.l,th.l{text-align:left}.hit{color:#1a7f37}.miss{color:#b42318}.err{color:#9a6700}
+pre{white-space:pre-wrap;background:#f8f8f8;padding:.5em;border:1px solid #eee}.item{margin:1.5em 0}"""
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.1f}%"
+
+
+def _ci(ci: list[float] | None) -> str:
+    return "" if not ci else f" <small>[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]</small>"
+
+
+def _leaderboard(models: dict[str, Any]) -> str:
+    rows = []
+    ranked = sorted(models.items(), key=lambda kv: -(kv[1]["overall"].get("hit_any") or 0))
+    for name, res in ranked:
+        o = res["overall"]
+        ci = o.get("ci95") or {}
+        rows.append(
+            f"<tr><td class=l>{escape(name)}</td><td>{o['n']}</td><td>{o['errors']}</td>"
+            f"<td>{_pct(o['hit_at_1'])}{_ci(ci.get('hit_at_1'))}</td><td>{_pct(o['hit_at_3'])}{_ci(ci.get('hit_at_3'))}"
+            f"</td><td>{_pct(o['hit_any'])}{_ci(ci.get('hit_any'))}</td>"
+            f"<td>{_pct(o['false_positive_rate'])}{_ci(ci.get('false_positive_rate'))}</td>"
+            f"<td>{_pct(o['justified_rate'])}</td></tr>")
+    return ("<table><tr><th class=l>model</th><th>items</th><th>errors</th><th>hit@1</th><th>hit@3</th>"
+            "<th>hit (any)</th><th>false-positive rate</th><th>justified</th></tr>" + "".join(rows) + "</table>")
+
+
+def _bars(models: dict[str, Any]) -> str:
+    names = sorted(models)
+    types = [t for t in (*ERROR_TYPES, "other") if any(t in models[m]["per_type"] for m in names)]
+    if not names or not types:
+        return ""
+    gw, bw, h, top, left = 40 + 18 * len(names), 16, 200, 20, 40
+    width = left + gw * len(types) + 20
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h + top + 60}" role="img">'
+             f'<title>hit rate (any) per error type</title>']
+    for frac in (0, 0.25, 0.5, 0.75, 1):
+        y = top + h - frac * h
+        parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+                     f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{int(frac * 100)}%</text>')
+    for ti, t in enumerate(types):
+        x0 = left + ti * gw + 10
+        for mi, m in enumerate(names):
+            v = (models[m]["per_type"].get(t) or {}).get("hit_any") or 0
+            bh = v * h
+            parts.append(f'<rect x="{x0 + mi * 18}" y="{top + h - bh:.1f}" width="{bw}" height="{bh:.1f}" '
+                         f'fill="{_COLORS[mi % len(_COLORS)]}"><title>{escape(m)} {escape(t)}: {_pct(v)}</title></rect>')
+        parts.append(f'<text x="{x0}" y="{top + h + 14}" font-size="10">{escape(t.replace("_", " "))}</text>')
+    for mi, m in enumerate(names):
+        parts.append(f'<rect x="{left + mi * 150}" y="{top + h + 30}" width="10" height="10" '
+                     f'fill="{_COLORS[mi % len(_COLORS)]}"/><text x="{left + mi * 150 + 14}" y="{top + h + 39}" '
+                     f'font-size="11">{escape(m)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _scatter(models: dict[str, Any]) -> str:
+    size, pad = 260, 40
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size + 2 * pad + 160}" height="{size + 2 * pad}" '
+             f'role="img"><title>hit rate vs false-positive rate</title>'
+             f'<rect x="{pad}" y="{pad}" width="{size}" height="{size}" fill="none" stroke="#999"/>'
+             f'<text x="{pad + size / 2}" y="{size + pad + 30}" font-size="11" text-anchor="middle">'
+             f'false-positive rate</text><text x="12" y="{pad + size / 2}" font-size="11" '
+             f'transform="rotate(-90 12 {pad + size / 2})" text-anchor="middle">hit rate (any)</text>']
+    for i, (m, res) in enumerate(sorted(models.items())):
+        o = res["overall"]
+        x = pad + (o.get("false_positive_rate") or 0) * size
+        y = pad + size - (o.get("hit_any") or 0) * size
+        c = _COLORS[i % len(_COLORS)]
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{c}"><title>{escape(m)}</title></circle>'
+                     f'<text x="{x + 7:.1f}" y="{y + 4:.1f}" font-size="10">{escape(m)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _examples(items: list[EvalItem], grades: list[Grade], answers: dict[tuple[str, str], str], k: int = 5) -> str:
+    by_item: dict[str, list[Grade]] = {}
+    for g in grades:
+        by_item.setdefault(g.id, []).append(g)
+    seen_types: set[str] = set()
+    chosen: list[EvalItem] = []
+    for it in items:
+        if it.id in by_item and it.error_type not in seen_types:
+            chosen.append(it)
+            seen_types.add(it.error_type)
+        if len(chosen) >= k:
+            break
+    out = []
+    for it in chosen:
+        rows = []
+        for g in sorted(by_item[it.id], key=lambda g: g.model):
+            cls = "err" if g.error else "hit" if g.hit else "miss"
+            rows.append(f"<h4>{escape(g.model)} — <span class={cls}>{escape(g.reason)}</span></h4>"
+                        f"<pre>{escape(answers.get((it.id, g.model), ''))}</pre>")
+        out.append(f"<div class=item><h3>{escape(it.id)} ({escape(it.error_type)})</h3>"
+                   f"<p><b>Symptom:</b> {escape(it.symptom)}<br><b>Environment:</b> {escape(it.environment)}<br>"
+                   f"<b>Tried:</b> {escape(it.tried)}<br><b>Gold root cause:</b> {escape(it.gold_root_cause)}</p>"
+                   + "".join(rows) + "</div>")
+    return "".join(out)
+
+
+def render_html(results: dict[str, Any], items: list[EvalItem], grades: list[Grade],
+                answers: dict[tuple[str, str], str]) -> str:
+    models = results.get("models") or {}
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>reprodiag diagnosis benchmark</title>"
+        f"<style>{_CSS}</style></head><body><h1>Diagnosis benchmark</h1>"
+        f"<p>{results.get('n_items', 0)} items, grader <code>{escape(str(results.get('grader', '')))}</code>; "
+        "95% bootstrap confidence intervals in brackets (seeded).</p>"
+        f"<h2>Leaderboard</h2>{_leaderboard(models)}"
+        f"<h2>Hit rate per error type</h2>{_bars(models)}"
+        f"<h2>Hit rate vs false positives</h2>{_scatter(models)}"
+        f"<h2>Examples</h2>{_examples(items, grades, answers)}</body></html>"
+    )

@@ -1,0 +1,107 @@
+"""OpenAI backend: chat completions with structured outputs (strict JSON schema from :class:`LLMAnswer`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from extract.answer import ANSWER_SCHEMA
+from extract.llm import (
+    MAX_OUTPUT_TOKENS,
+    AnswerError,
+    Completion,
+    LLMExtractor,
+    RetryableError,
+    retry_after_of,
+)
+from extract.masking import mask_secrets
+from extract.pricing import Usage
+from reprodiag.config import api_key
+from reprodiag.errors import UserError
+
+RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {"name": "diagnosis_record", "strict": True,
+                                                          "schema": ANSWER_SCHEMA}}
+
+
+def _one_line(exc: Exception) -> str:
+    return mask_secrets(" ".join(str(exc).split()))[:300]
+
+
+class OpenAIExtractor(LLMExtractor):
+    """``OPENAI_API_KEY`` from the environment; ``base_url`` for proxies and tests."""
+
+    backend = "openai"
+    default_model = "gpt-4o-mini"
+    key_name = "OPENAI_API_KEY"
+    key_required = True
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None, env: dict[str, str] | None = None,
+                 timeout_s: float = 120.0, **kw: Any) -> None:
+        super().__init__(model, **kw)
+        import openai
+
+        key = api_key(self.key_name, env, required=self.key_required)
+        self._client = openai.AsyncOpenAI(api_key=key.get() if key else "not-needed", base_url=base_url,
+                                          max_retries=0, timeout=timeout_s)
+        self.response_format: dict[str, Any] = RESPONSE_FORMAT
+
+    async def _close(self) -> None:
+        await self._client.close()
+
+    def _params(self, system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": self.model, "messages": [{"role": "system", "content": system}, *messages],
+                "response_format": self.response_format, "temperature": 0, "max_tokens": MAX_OUTPUT_TOKENS}
+
+    async def _complete(self, system: str, messages: list[dict[str, Any]]) -> Completion:
+        import openai
+
+        try:
+            resp = await self._client.chat.completions.create(**self._params(system, messages))
+        except (openai.RateLimitError, openai.InternalServerError) as exc:
+            raise RetryableError(f"{self.backend}: HTTP {exc.status_code}: {_one_line(exc)}",
+                                 retry_after_of(exc.response.headers)) from None
+        except openai.APIStatusError as exc:
+            if exc.status_code in (401, 403):
+                raise UserError(f"{self.backend}: the API key was rejected (HTTP {exc.status_code})") from None
+            if exc.status_code in (408, 409) or exc.status_code >= 500:
+                raise RetryableError(f"{self.backend}: HTTP {exc.status_code}",
+                                     retry_after_of(exc.response.headers)) from None
+            return await self._bad_request(exc, system, messages)
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise RetryableError(f"{self.backend}: connection failed: {_one_line(exc)}") from None
+        except (ValueError, openai.APIResponseValidationError) as exc:
+            raise RetryableError(f"{self.backend}: unreadable response body: {_one_line(exc)}") from None
+        if not resp.choices:
+            raise AnswerError("answer has no choices")
+        choice = resp.choices[0]
+        u = resp.usage
+        usage = Usage(u.prompt_tokens if u else 0, u.completion_tokens if u else 0, 1)
+        msg = choice.message
+        text = msg.content
+        if text is None and msg.tool_calls:
+            text = msg.tool_calls[0].function.arguments
+        if text is None and getattr(msg, "refusal", None):
+            raise AnswerError(f"model refused: {str(msg.refusal)[:200]}")
+        return Completion(text, None, choice.finish_reason == "length", usage)
+
+    async def _bad_request(self, exc: Any, system: str, messages: list[dict[str, Any]]) -> Completion:
+        raise AnswerError(f"{self.backend}: request rejected (HTTP {exc.status_code}): {_one_line(exc)}")
+
+    def batch_line(self, cid: str, system: str, user: str) -> dict[str, Any]:
+        return {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
+                "body": self._params(system, [{"role": "user", "content": user}])}
+
+    def result_answer(self, line: dict[str, Any]) -> tuple[str, Completion | None, str | None]:
+        cid = str(line.get("custom_id", ""))
+        resp = line.get("response") or {}
+        body = resp.get("body") if isinstance(resp, dict) else None
+        if line.get("error") or not isinstance(body, dict) or resp.get("status_code", 200) != 200:
+            err = line.get("error") or (body or {}).get("error") if isinstance(body, dict) else line.get("error")
+            return cid, None, f"batch request failed: {json.dumps(err)[:200]}"
+        try:
+            choice = body["choices"][0]
+            u = body.get("usage") or {}
+            return cid, Completion(choice["message"].get("content"), None, choice.get("finish_reason") == "length",
+                                   Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0), 1)), None
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return cid, None, "batch result has no choices"

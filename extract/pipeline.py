@@ -1,0 +1,211 @@
+"""The ``filter`` and ``extract`` stages: workspace mode (the Store) or file mode (JSONL in/out).
+
+Workspace mode is resumable: decisions and records are written in batches
+inside transactions; a re-run skips threads whose record exists and whose
+content hash is unchanged (the hash is kept in the cache table), so a run
+killed at any point finishes with the same result as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from extract.base import Extractor
+from extract.relevance import classify
+from reprodiag import console
+from reprodiag.errors import UserError
+from reprodiag.schema import FilterDecision, Record, SchemaError, StageReport, Thread, parse_thread
+
+#: Threads per transaction in workspace mode.
+BATCH = 200
+BACKENDS = ("rules", "openai", "anthropic", "openai-compatible")
+
+
+def read_threads(path: Path) -> list[Thread]:
+    """Threads from a JSONL file; a malformed line is a UserError naming file and line."""
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from None
+    out: list[Thread] = []
+    with fh:
+        try:
+            for no, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    doc = json.loads(line)
+                except ValueError as exc:
+                    raise UserError(f"{path}:{no}: not valid JSON ({exc.msg})") from None
+                try:
+                    out.append(parse_thread(doc))
+                except SchemaError as exc:
+                    raise UserError(f"{path}:{no}: {exc}") from None
+        except UnicodeDecodeError:
+            raise UserError(f"{path}: not UTF-8 text") from None
+    return out
+
+
+def _write_jsonl(path: Path, docs: list[dict[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for d in docs:
+                fh.write(json.dumps(d, ensure_ascii=False) + "\n")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _chunks(items: list[Any], n: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def run_filter(store: Any, *, input: Path | None = None, output: Path | None = None) -> StageReport:
+    """Decide every thread (workspace: all stored threads → decisions table; file: JSONL → JSONL)."""
+    if input is not None:
+        threads = read_threads(input)
+        decisions = classify(threads)
+        out = output or input.with_name("decisions.jsonl")
+        _write_jsonl(out, [d.model_dump(mode="json") for d in decisions])
+        return _filter_report(decisions, {"decisions": str(out)})
+    if store is None:
+        raise UserError("filter needs a workspace or --input")
+    decisions: list[FilterDecision] = []
+    batch: list[Thread] = []
+    for t in store.iter_threads():
+        batch.append(t)
+        if len(batch) >= BATCH:
+            got = classify(batch)
+            store.put_decisions(got)
+            decisions += got
+            batch = []
+    if batch:
+        got = classify(batch)
+        store.put_decisions(got)
+        decisions += got
+    outputs: dict[str, str] = {}
+    if output is not None:
+        _write_jsonl(output, [d.model_dump(mode="json") for d in decisions])
+        outputs["decisions"] = str(output)
+    return _filter_report(decisions, outputs)
+
+
+def _filter_report(decisions: list[FilterDecision], outputs: dict[str, str]) -> StageReport:
+    pos = sum(d.is_reproduction for d in decisions)
+    no_reply = sum("no_reply" in d.signals for d in decisions)
+    return StageReport(stage="filter", counts={"threads": len(decisions), "reproduction": pos,
+                                               "dropped": len(decisions) - pos, "no_reply": no_reply},
+                       outputs=outputs)
+
+
+def make_extractor(backend: str, *, model: str | None = None, base_url: str | None = None, store: Any = None,
+                   concurrency: int = 8) -> Extractor:
+    """The extractor for ``--backend`` (LLM SDKs are imported only when chosen)."""
+    if backend == "rules":
+        from extract.rules import RulesExtractor
+
+        return RulesExtractor()
+    kw = {"store": store, "concurrency": concurrency}
+    if backend == "openai":
+        from extract.openai_backend import OpenAIExtractor
+
+        return OpenAIExtractor(model, base_url=base_url, **kw)
+    if backend == "anthropic":
+        from extract.anthropic_backend import AnthropicExtractor
+
+        return AnthropicExtractor(model, base_url=base_url, **kw)
+    if backend == "openai-compatible":
+        from extract.compatible_backend import CompatibleExtractor
+
+        return CompatibleExtractor(model, base_url=base_url, **kw)
+    raise UserError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+
+
+def _hash_key(tid: str) -> str:
+    return "extract-hash:" + tid
+
+
+def run_extract(store: Any, *, input: Path | None = None, output: Path | None = None, backend: str = "rules",
+                model: str | None = None, base_url: str | None = None, no_filter: bool = False,
+                concurrency: int = 8, batch: Path | None = None, collect: Path | None = None) -> StageReport:
+    """Threads → records. See the module docstring for resumability; ``batch``/``collect`` use Batch API files."""
+    if (batch or collect) and backend not in ("openai", "anthropic"):
+        raise UserError("--batch/--collect need --backend openai or anthropic")
+    extractor = make_extractor(backend, model=model, base_url=base_url, store=store, concurrency=concurrency)
+    file_mode = input is not None
+    counts: dict[str, int] = {}
+    if file_mode:
+        threads = read_threads(input)
+        if not no_filter:
+            keep = {d.thread_id for d in classify(threads) if d.is_reproduction}
+            counts["filtered_out"] = len(threads) - len(keep)
+            threads = [t for t in threads if t.id in keep]
+        todo = threads
+    else:
+        if store is None:
+            raise UserError("extract needs a workspace or --input")
+        if no_filter:
+            ids = None
+        else:
+            if store.count("decisions") == 0:
+                run_filter(store)
+            ids = [d.thread_id for d in store.iter_decisions(only_positive=True)]
+        threads = list(store.iter_threads(ids=ids)) if ids is not None else list(store.iter_threads())
+        have = store.record_ids()
+        todo = [t for t in threads if not (t.id in have and store.cache_get(_hash_key(t.id)) == t.content_hash())]
+        counts["skipped_unchanged"] = len(threads) - len(todo)
+    counts["threads"] = len(threads)
+    notes: list[str] = []
+    outputs: dict[str, str] = {}
+    if batch is not None:
+        n = extractor.write_batch(todo, batch)  # type: ignore[attr-defined]
+        counts["batch_requests"] = n
+        outputs["batch"] = str(batch)
+        notes.append(f"wrote {n} batch requests; submit the file, then run extract --collect RESULTS")
+        return StageReport(stage="extract", counts=counts, outputs=outputs, notes=notes)
+    records: list[Record] = []
+    failures: dict[str, str] = {}
+    for chunk in _chunks(todo, BATCH if not file_mode else max(len(todo), 1)):
+        if collect is not None:
+            got = extractor.collect(chunk, collect)  # type: ignore[attr-defined]
+        else:
+            got = extractor.extract(chunk)
+        fails = dict(getattr(extractor, "failures", {}))
+        chunk_ids = {t.id for t in chunk}
+        new_fails = {k: v for k, v in fails.items() if k not in failures and k in chunk_ids}
+        failures.update(new_fails)
+        if not file_mode:
+            with store.transaction():
+                store.put_records(got)
+                by_id = {t.id: t for t in chunk}
+                for r in got:
+                    store.cache_put(_hash_key(r.thread_id), by_id[r.thread_id].content_hash())
+                if new_fails:
+                    store.put_rejects("extract", sorted(new_fails.items()))
+        records += got
+    if file_mode:
+        out = output or input.with_name("records.jsonl")
+        _write_jsonl(out, [r.model_dump(mode="json") for r in records])
+        outputs["records"] = str(out)
+        if failures:
+            rej = out.with_name(out.stem + ".rejects.jsonl")
+            _write_jsonl(rej, [{"thread_id": k, "reason": v} for k, v in sorted(failures.items())])
+            outputs["rejects"] = str(rej)
+    elif output is not None:
+        _write_jsonl(output, [r.model_dump(mode="json") for r in store.iter_records()])
+        outputs["records"] = str(output)
+    counts["records"] = len(records)
+    counts["failed"] = len(failures)
+    counts["grounded"] = sum(r.grounded for r in records)
+    if hasattr(extractor, "cost_summary"):
+        notes.append("LLM usage: " + extractor.cost_summary())  # type: ignore[attr-defined]
+        counts["cache_hits"] = getattr(extractor, "cache_hits", 0)
+    if failures:
+        console.warn(f"{len(failures)} thread(s) could not be extracted (see rejects)")
+    return StageReport(stage="extract", counts=counts, outputs=outputs, notes=notes)

@@ -1,0 +1,235 @@
+"""The relevance filter: is a thread about reproducing a *paper's number*?
+
+Positive: someone compares their own run with a number or claim from the
+paper / README / model zoo, or asks how to reach it. Negative: software bug
+reports ("steps to reproduce"), feature requests, install/CUDA/driver help,
+out-of-memory, weight-download and licence questions, "which equation is this"
+questions. English and Chinese cues.
+
+The decision is a weighted sum of cue signals over the title and the asker's
+body (comments count at a lower weight), with the negative cues read mainly
+from the title and the opening of the body. Threads without any non-bot reply
+are dropped (signal ``no_reply``) as the SPEC asks. ``score`` is the
+content score in [0, 1] before the reply rule is applied.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from extract.threadtext import has_human_reply, is_bot_comment, strip_code
+from reprodiag.schema import FilterDecision, Thread
+
+_I = re.I
+
+#: Reading windows, in characters: the body, the first part (for negative cues), each comment.
+BODY_CHARS = 3000
+OPENING_CHARS = 600
+COMMENT_CHARS = 800
+MAX_COMMENTS = 4
+
+METRIC_WORDS = (
+    r"top-?[15]|acc(?:uracy)?|m?AP(?:50|75|@\.?5|_?[sml])?|box ?AP|mask ?AP|(?:sacre)?BLEU|ROUGE(?:-?[12L])?|"
+    r"F-?1|exact match|FID|m?IoU|PSNR|SSIM|LPIPS|perplexity|PPL|AUC|AUROC|NDCG|"
+    r"recall(?:@\d+)?|R@\d+|precision|Dice|CIDEr|METEOR|SPICE|RMSE|success rate|reward|"
+    r"score|Spearman|Pearson|mAcc|CLIP ?score|pass@\d+|error rate|top1|top5|"
+    r"(?-i:IS|EM|PQ|NDS|MAE|MSE|KID|CER|WER|MRR|MCC|mATE)"
+)
+
+_NUM = r"\d+(?:\.\d+)?\s?%?"
+
+_POS: dict[str, tuple[float, re.Pattern[str]]] = {
+    "repro_intent": (2.0, re.compile(
+        r"\b(?:can(?:no|')?t|could(?: ?no|n'?)t|unable to|fail(?:ed|s)? to|difficult to|hard to|trying to|"
+        r"try(?:ing)? to|tried to|attempt(?:ing|ed)? to|able to|how (?:to|can i|do i|could i))\s+"
+        r"(?:fully |exactly |successfully )?(?:reproduce|replicate|reach|achieve|match|obtain|get|attain)\b"
+        r"(?! (?:th(?:e|is) )?(?:bug|error|crash|issue|problem|exception|segfault))|"
+        r"\breproduc(?:e|ed|ing|tion|ibility)\s+(?:of\s+)?(?:the\s+|your\s+|paper'?s?\s+|reported\s+)?"
+        r"(?:results?|numbers?|performance|accuracy|scores?|metrics?|experiments?|baselines?|"
+        r"table|figure|fig\.|map|bleu|fid|miou|f1)|"
+        r"\breplicat(?:e|ed|ing|ion)\b|\bnot reproducible\b|\bresults? (?:are |is )?(?:not )?reproducible\b|"
+        r"\b(?:can(?:no|')?t|could(?: ?no|n'?)t) (?:get|reach|achieve) (?:the |your |similar |same |"
+        r"comparable )?(?:reported|paper|results?|performance|accuracy|numbers?)|"
+        r"复现|重现|复现不了|无法复现|达不到|跑不出", _I)),
+    "paper_ref": (1.5, re.compile(
+        r"\b(?:in|from|of) (?:the|your|ur) (?:original )?(?:paper|publication|article|readme|model zoo|"
+        r"modelzoo|table|repo(?:sitory)?'?s? (?:readme|results))\b|\b(?:the|your) paper(?:'s)?\b|"
+        r"\bpaper(?:'s)? (?:reports?|reported|results?|numbers?|claims?|says|shows|states|value|score)\b|"
+        r"\breported (?:in|by|on|results?|numbers?|accuracy|performance|score|value|map|bleu|fid)\b|"
+        r"\bas reported\b|\b(?:paper|readme|model card|expected|official)\s*(?:says|reports|lists|is)?\s*[:=(]?\s*\**\d|"
+        r"\((?:the )?paper\b|\bmodel card\b|\b(?:claimed|reported) (?:\w+ ){0,3}(?:of|is|as) " + _NUM + r"|"
+        r"\b(?:table|tab\.?) ?\d+\b|\bmodel ?zoo\b|\bREADME\b|\bofficial (?:results?|numbers?|checkpoint|"
+        r"scores?|performance)\b|\bthe paper\b|论文|文章中|原文|报告的|表\s?\d", _I)),
+    "gap": (1.5, re.compile(
+        r"\b(?:lower|worse|higher|better|less|smaller|bigger|larger) (?:\w+ )?than (?:the |what |those |that )?"
+        r"(?:reported|paper|expected|claimed|published|in the|official|your)|"
+        r"\b(?:don'?t|doesn'?t|do not|does not|didn'?t|did not|not|cannot|can'?t) (?:quite )?match\b|"
+        r"\b(?:big|large|huge|significant|considerable|\d+(?:\.\d+)?\s?%?)\s?(?:point |pt |pts )?"
+        r"(?:gap|drop|discrepancy|difference|degradation)\b|\bdiscrepanc(?:y|ies)\b|^[^\n]{0,60}\bgap\b|"
+        r"\b(?:only|just) (?:got|get|gets|reach(?:ed)?|achieve[ds]?|obtain(?:ed)?|about|around|~)\s*\d|"
+        r"\bmuch (?:lower|worse|higher)\b|\bfar (?:from|below|lower)\b|\bbelow (?:the )?(?:reported|paper)|"
+        r"\bvs\.? (?:the )?(?:paper|reported|\d+(?:\.\d+)?\s?%? ?\(?(?:in (?:the )?)?(?:paper|reported))|"
+        r"对不上|不一致|差距|差了|低于|差很多|相差|只有\s?\d|只能达到|低了", _I)),
+    "mine": (1.0, re.compile(
+        r"\b(?:i|we) (?:only )?(?:get|got|obtain(?:ed)?|achieve[ds]?|reach(?:ed)?|am getting|are getting|"
+        r"end up with|ended up with|see|saw|observe[ds]?|measured?)\s+(?:an? |the )?(?:\w+ ){0,3}"
+        r"(?:of |around |about |~|≈|[=:]\s?)?\**\d|\b(?:got|gives|gave|get|reaches|yields)\s*[:=]?\s*\**\d|\bmy (?:results?|reproduc\w*|numbers?|accuracy|score|runs?|model)\b|"
+        r"\bmy (?:re-?)?implementation\b|\bour (?:results?|reproduction)\b|我(?:的|们)?(?:结果|复现|跑|得到|测)|"
+        r"跑出来|得到的|测出来", _I)),
+}
+_METRIC_NUM = re.compile(
+    r"(?:\b(?:" + METRIC_WORDS + r")\b[^\n\d]{0,25}\d+(?:\.\d+)?|\d+(?:\.\d+)?\s?%?\s?(?:\b(?:" + METRIC_WORDS
+    + r")\b))|指标|精度|准确率",
+    _I,
+)
+_PAIR = re.compile(
+    r"\d+(?:\.\d+)?\s?%?\**\)?\s*[(,.;]?\s*(?:the )?(?:paper|reported|readme|model card|expected|official)"
+    r"(?:'s)?\s*(?:says|reports|lists|is|value|number)?\s*[:=]?\s*\**\d|"
+    r"\d+(?:\.\d+)?\s?%?\s*(?:vs\.?|versus|v\.s\.|compared (?:to|with)|instead of|rather than|but the paper|"
+    r"while the paper|whereas|对比|而论文|但论文|，论文)\s*(?:the )?(?:paper'?s? |reported |"
+    r"\(?(?:in )?(?:the )?paper\)?:? )?\d+(?:\.\d+)?",
+    _I,
+)
+
+_NEG: dict[str, tuple[float, re.Pattern[str]]] = {
+    "bug_report": (2.5, re.compile(
+        r"\bsteps to reproduce\b|\bto reproduce (?:the |this )?(?:bug|error|issue|behaviou?r|problem|crash)\b|"
+        r"\breproduc(?:e|ible) (?:the |this )?(?:bug|error|crash|exception|segfault)\b|\bminimal "
+        r"(?:reproducible|working|code)? ?example\b|\bexpected behaviou?r\b|\bbug report\b|\bdescribe the bug\b|"
+        r"^\s*\[?bug\]?[:\]]|^\s*(?:\*\*)?to reproduce(?:\*\*)?\s*:?\s*$|^\s*to reproduce\s*:", _I | re.M)),
+    "no_own_run": (2.5, re.compile(
+        r"\bhaven'?t (?:run|trained|tried) (?:anything|it|the code|yet)\b|\bnot trying to reproduce\b|"
+        r"\bbefore i (?:start|run|begin)\b|\bwithout (?:running|training) (?:anything|it)\b|\bjust (?:noticed|curious)\b|"
+        r"\b(?:typo|mistake|inconsisten\w*) in (?:the )?(?:readme|paper|table)\b", _I)),
+    "error_trace": (1.0, re.compile(
+        r"Traceback \(most recent call last\)|\b\w+(?:Error|Exception): |\bsegmentation fault\b|"
+        r"\bcore dumped\b|\bthrows? an? (?:error|exception)\b|\bcrash(?:es|ed)?\b|报错|出错", _I)),
+    "install": (2.0, re.compile(
+        r"\b(?:install(?:ation|ing)?|pip install|conda install|setup\.py|compil(?:e|ing|ation)|build(?:ing)? "
+        r"(?:fails?|failed|error))\b|\bnvcc\b|\bdriver\b|\bcuda (?:toolkit|runtime|error|install)\b|"
+        r"\bNo module named\b|\bImportError\b|\bModuleNotFoundError\b|\bundefined symbol\b|\bDLL\b|"
+        r"\bdocker ?(?:file|image)\b|\bwindows\b|安装|编译|环境配置", _I)),
+    "oom": (2.5, re.compile(r"\bout of memory\b|\bOOM\b|\bCUDA OOM\b|显存不足|爆显存|内存不足", _I)),
+    "feature": (2.0, re.compile(
+        r"\bfeature request\b|\b(?:please|could you|can you|would you|will you) (?:add|support|provide|release|"
+        r"implement|share|upload)\b|\bsupport for\b|\bis there (?:any )?plan\b|\bany plans?\b|"
+        r"\bwould be (?:nice|great|helpful)\b|\bwhen will\b|\brelease (?:the )?(?:code|training)\b|"
+        r"\benhancement\b|希望|能否提供|什么时候", _I)),
+    "weights_licence": (2.0, re.compile(
+        r"\bdownload(?:ing)? (?:link|the (?:pretrained |pre-trained )?(?:weights|model|checkpoint))\b|"
+        r"\b(?:pretrained|pre-trained) (?:weights|model|checkpoint)s? (?:link|download|available|missing)\b|"
+        r"\b(?:link|url) (?:is )?(?:broken|dead|expired|not working)\b|\bgoogle drive\b|\bbaidu\b|"
+        r"\blicen[cs]e\b|\bcommercial use\b|下载|链接失效|权重链接|许可", _I)),
+    "theory_question": (1.5, re.compile(
+        r"\b(?:which|what) (?:equation|formula|eq\.?)\b|\b(?:eq(?:uation)?\.?|formula) ?\(?\d+\)?\b|"
+        r"\bderivation\b|\bproof\b|\bin section \d|\bconfused about (?:the )?(?:equation|formula|loss)\b|"
+        r"公式|推导", _I)),
+}
+_NEG_LABELS = {
+    "bug": "bug_report", "type: bug": "bug_report", "enhancement": "feature", "feature": "feature",
+    "feature request": "feature", "installation": "install", "build": "install", "documentation": "feature",
+}
+_POS_LABELS = re.compile(r"reproduc|replicat|performance|results?\b|accuracy", _I)
+
+
+def _lowered(table: dict[str, tuple[float, re.Pattern[str]]]) -> dict[str, tuple[float, re.Pattern[str]]]:
+    """Case-folded copies: searching lower-cased text without re.IGNORECASE is markedly faster."""
+    return {k: (w, re.compile(rx.pattern.lower(), rx.flags & ~re.I)) for k, (w, rx) in table.items()}
+
+
+_POS_L = _lowered(_POS)
+_NEG_L = _lowered(_NEG)
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Cue counts of one thread (for the decision and for reporting)."""
+
+    names: tuple[str, ...]
+    pos: float
+    neg: float
+
+
+def _window(thread: Thread) -> tuple[str, str, str]:
+    """(title + body prose, title + opening of body, comment prose) limited to the reading windows."""
+    body = strip_code(thread.body[:BODY_CHARS])
+    head = thread.title + "\n" + strip_code(thread.body[:OPENING_CHARS])
+    comments = []
+    for c in thread.all_comments()[:MAX_COMMENTS]:
+        if not is_bot_comment(c):
+            comments.append(strip_code(c.body[:COMMENT_CHARS]))
+    return thread.title + "\n" + body, head, "\n".join(comments)
+
+
+def signals(thread: Thread) -> Signals:
+    text, head, comments = _window(thread)
+    low, head_l, comments_l = text.lower(), head.lower(), comments.lower()
+    names: list[str] = []
+    pos = 0.0
+    for name, (w, rx) in _POS_L.items():
+        if rx.search(low):
+            names.append(name)
+            pos += w
+        elif rx.search(comments_l):
+            names.append(name + ":comments")
+            pos += w * 0.4
+    if _METRIC_NUM.search(text):
+        names.append("metric_number")
+        pos += 1.0
+    if _PAIR.search(text):
+        names.append("number_pair")
+        pos += 1.5
+    if any(_POS_LABELS.search(lb) for lb in thread.labels):
+        names.append("label:positive")
+        pos += 1.0
+    neg = 0.0
+    numeric = "number_pair" in names or ("metric_number" in names and ("gap" in names or "mine" in names))
+    for name, (w, rx) in _NEG_L.items():
+        if rx.search(head_l):
+            names.append(name)
+            neg += w
+        elif rx.search(low):
+            names.append(name + ":body")
+            neg += w * (0.25 if numeric else 0.5)
+    for lb in thread.labels:
+        kind = _NEG_LABELS.get(lb.strip().lower())
+        if kind:
+            names.append(f"label:{kind}")
+            neg += 1.0
+    if numeric and neg:
+        neg *= 0.6  # a quantified comparison with the paper outweighs incidental setup/bug wording
+    return Signals(tuple(names), pos, neg)
+
+
+#: Decision threshold on ``pos - neg`` (and a floor on ``pos``).
+MARGIN = 1.5
+MIN_POS = 2.5
+
+
+def _decide(s: Signals) -> tuple[bool, float]:
+    anchor = any(n in s.names for n in ("paper_ref", "number_pair", "repro_intent", "label:positive"))
+    margin = s.pos - s.neg
+    ok = anchor and s.pos >= MIN_POS and margin >= MARGIN
+    score = 1.0 / (1.0 + math.exp(-(margin - MARGIN + 0.5)))
+    return ok, round(score, 4)
+
+
+def classify(threads: list[Thread]) -> list[FilterDecision]:
+    """One decision per thread, same order. Threads with no non-bot reply are never positive."""
+    out: list[FilterDecision] = []
+    for t in threads:
+        s = signals(t)
+        ok, score = _decide(s)
+        names = list(s.names)
+        if not has_human_reply(t):
+            names.append("no_reply")
+            ok = False
+        out.append(FilterDecision(thread_id=t.id, is_reproduction=ok, score=score, signals=names))
+    return out
+
+
+def content_positive(thread: Thread) -> bool:
+    """The content decision alone (ignores the no-reply rule)."""
+    return _decide(signals(thread))[0]

@@ -1,0 +1,325 @@
+"""The offline rules extractor: a grounded Record from a thread's text and structure alone.
+
+How each field is read:
+
+* symptom: :func:`extract.symptom.find_symptom` on the title + body, then the
+  asker's own comments for whatever is still missing.
+* hypotheses: suggestion/question sentences of non-asker replies that name a
+  cause; outcome ``confirmed`` when the asker's next post confirms ("that fixed
+  it") or the reply is the accepted answer, ``refuted`` when it refutes ("no
+  difference", "still 79.8"), else ``untested``.
+* root cause / resolution: the confirmed exchange (the reply just before the
+  asker's confirmation, or the accepted answer), else a maintainer's causal
+  explanation.
+* error_type: cause cues weighted over the thread: the confirmed reply ×3, the
+  confirmation ×2, maintainers ×1.5, other replies ×1, the asker's opening ×0.3;
+  ``other`` when no cue scores.
+* resolution_type: ``resolved`` when confirmed; ``unresolved_valuable`` when
+  ``diagnostic_depth`` ≥ 2; else ``unresolved``. ``diagnostic_depth`` = distinct
+  hypotheses (≤ 4) + 1 for a root cause + 1 for a maintainer explanation.
+
+Every field that states a fact carries Evidence; a field whose quote does not
+check out against the thread is dropped, and ``grounded`` says all kept
+evidence checked out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from extract.base import Extractor
+from extract.cues import ACK, CAUSAL, CAUSE_CUES, CONFIRM, FIX, HYPOTHESIS, REFUTE, TYPE_ORDER
+from extract.evidence import ThreadIndex, check_evidence
+from extract.relevance import content_positive
+from extract.symptom import SymptomFound, find_symptom
+from extract.threadinfo import environment, paper_mention, thread_stats, tried_quotes
+from extract.threadtext import Post, has_code, posts, sentences
+from reprodiag.schema import (
+    Evidence,
+    ExtractorInfo,
+    Hypothesis,
+    Record,
+    Symptom,
+    TemporalTag,
+    Thread,
+)
+
+PROMPT_VERSION = "rules-1"
+MAX_HYPOTHESES = 8
+MAX_SENTENCE = 400
+
+
+@dataclass(frozen=True)
+class _Hyp:
+    text: str
+    comment_id: str | None
+    post_index: int
+    outcome: str
+    types: tuple[str, ...]
+
+
+def _cause_types(text: str) -> dict[str, int]:
+    out = {}
+    for name, rx in CAUSE_CUES.items():
+        n = len(rx.findall(text))
+        if n:
+            out[name] = min(n, 3)
+    return out
+
+
+def confirms(post: Post) -> bool:
+    """The post agrees that the previous explanation was right: a clear confirmation, or thanks/closing
+    with nothing refuting it."""
+    body = post.body
+    if CONFIRM.search(body) and not REFUTE.search(body[:200]):
+        return True
+    return bool(ACK.search(body)) and not REFUTE.search(body)
+
+
+def _next_asker_post(ps: list[Post], after: int) -> Post | None:
+    for p in ps[after + 1:]:
+        if p.is_bot:
+            continue
+        if p.is_asker:
+            return p
+    return None
+
+
+def _hypotheses(ps: list[Post]) -> list[_Hyp]:
+    out: list[_Hyp] = []
+    seen: set[str] = set()
+    for p in ps[1:]:
+        if p.is_asker or p.is_bot:
+            continue
+        reply = _next_asker_post(ps, p.index)
+        outcome = "untested"
+        if p.is_answer:
+            outcome = "confirmed"
+        elif reply is not None:
+            if confirms(reply):
+                outcome = "confirmed"
+            elif REFUTE.search(reply.body):
+                outcome = "refuted"
+        n = 0
+        for s in sentences(p.body, p.comment_id):
+            if len(s.text) > MAX_SENTENCE or not HYPOTHESIS.search(s.text):
+                continue
+            types = tuple(_cause_types(s.text))
+            if not types:
+                continue
+            key = s.text.lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(_Hyp(s.text, p.comment_id, p.index, outcome, types))
+            n += 1
+            if n >= 2:
+                break
+    return out[:MAX_HYPOTHESES]
+
+
+def _pick_sentence(text: str, cid: str | None, prefer: tuple[str, ...] = ()) -> str | None:
+    """The most explanatory sentence of a post: causal + cause cue, then cause cue, then causal."""
+    best: tuple[int, str] | None = None
+    for s in sentences(text, cid):
+        if len(s.text) > MAX_SENTENCE:
+            continue
+        types = _cause_types(s.text)
+        score = (3 if CAUSAL.search(s.text) else 0) + (2 if types else 0) + (1 if any(t in types for t in prefer)
+                                                                             else 0)
+        if score and (best is None or score > best[0]):
+            best = (score, s.text)
+    return best[1] if best else None
+
+
+def _fix_sentence(text: str, cid: str | None) -> str | None:
+    """The sentence that states the fix: a fix verb with a cause cue, else a confirmation."""
+    ss = [s.text for s in sentences(text, cid) if len(s.text) <= MAX_SENTENCE]
+    for s in ss:
+        if FIX.search(s) and _cause_types(s):
+            return s
+    return next((s for s in ss if CONFIRM.search(s)), None)
+
+
+@dataclass(frozen=True)
+class _Exchange:
+    """The confirming exchange: the reply that was confirmed and the post that confirmed it."""
+
+    cause: Post | None
+    confirmation: Post | None
+    maintainer_explanation: Post | None
+
+
+def _exchange(ps: list[Post]) -> _Exchange:
+    cause = confirmation = None
+    for p in ps[1:]:
+        if p.is_answer and not p.is_bot:
+            cause = p
+            break
+    for p in ps[1:]:
+        if not p.is_asker or p.is_bot:
+            continue
+        prev = [q for q in ps[1:p.index] if not q.is_asker and not q.is_bot]
+        if prev and confirms(p) and any(_cause_types(q.body) for q in prev):
+            confirmation = p
+            if cause is None and prev:
+                causal = [q for q in prev if _cause_types(q.body)]
+                cause = causal[-1] if causal else prev[-1]
+            break
+    expl = None
+    for p in ps[1:]:
+        if p.is_maintainer and not p.is_asker and not p.is_bot and CAUSAL.search(p.body) and _cause_types(p.body):
+            expl = p
+            break
+    return _Exchange(cause, confirmation, expl)
+
+
+def _error_type(ps: list[Post], ex: _Exchange) -> tuple[str, str | None, str | None]:
+    """(type, quote, comment id) of the strongest cause evidence."""
+    scores = dict.fromkeys(TYPE_ORDER, 0.0)
+    best_quote: dict[str, tuple[float, str, str | None]] = {}
+    for p in ps:
+        if p.is_bot:
+            continue
+        if ex.cause is not None and p.index == ex.cause.index:
+            w = 3.0
+        elif ex.confirmation is not None and p.index == ex.confirmation.index:
+            w = 2.0
+        elif p.index == 0:
+            w = 0.3
+        elif p.is_maintainer:
+            w = 1.5
+        elif p.is_asker:
+            w = 0.5
+        else:
+            w = 1.0
+        for s in sentences(p.body if p.index else p.body[:3000], p.comment_id):
+            if len(s.text) > MAX_SENTENCE:
+                continue
+            for t, n in _cause_types(s.text).items():
+                gain = w * n * (1.5 if CAUSAL.search(s.text) else 1.0)
+                scores[t] += gain
+                if t not in best_quote or gain > best_quote[t][0]:
+                    best_quote[t] = (gain, s.text, p.comment_id)
+    top = max(TYPE_ORDER, key=lambda t: (scores[t], -TYPE_ORDER.index(t)))
+    if scores[top] < 0.9:
+        return "other", None, None
+    _, q, cid = best_quote[top]
+    return top, q, cid
+
+
+def _symptom(thread: Thread) -> tuple[SymptomFound, str | None]:
+    """Symptom from title + body; missing sides from the asker's comments."""
+    found = find_symptom(thread.title + "\n" + thread.body)
+    src: str | None = None
+    if found.paper and found.obtained:
+        return found, None
+    for c in thread.all_comments():
+        if c.author and c.author == thread.author:
+            more = find_symptom(c.body)
+            if (found.paper is None and more.paper) or (found.obtained is None and more.obtained):
+                merged = SymptomFound(found.metric or more.metric, found.metric_quote or more.metric_quote,
+                                      found.paper or more.paper, found.obtained or more.obtained)
+                if found.paper is None and found.obtained is None:
+                    return more, c.id
+                src = c.id
+                return merged, src
+    return found, src
+
+
+def _problem_statement(thread: Thread, sym: SymptomFound) -> str:
+    parts = [thread.title.strip()]
+    for v in (sym.obtained, sym.paper):
+        if v is not None and v.quote not in parts and v.quote not in thread.title:
+            parts.append(v.quote)
+    return " — ".join(p for p in parts if p)[:600]
+
+
+class RulesExtractor(Extractor):
+    """Deterministic, offline, cheap. ``extract`` is pure (no I/O)."""
+
+    backend = "rules"
+
+    def extract(self, threads: list[Thread]) -> list[Record]:
+        return [self.extract_one(t) for t in threads]
+
+    def extract_one(self, thread: Thread) -> Record:
+        ps = posts(thread)
+        ev: list[Evidence] = []
+        sym, sym_cid = _symptom(thread)
+        for field, val in (("symptom.paper_value", sym.paper), ("symptom.obtained_value", sym.obtained)):
+            if val is not None:
+                ev.append(Evidence(field=field, comment_id=sym_cid, quote=val.quote))
+        if sym.metric and sym.metric_quote:
+            ev.append(Evidence(field="symptom.metric", comment_id=sym_cid,
+                               quote=sym.metric_quote))
+        ex = _exchange(ps)
+        hyps = _hypotheses(ps)
+        for i, h in enumerate(hyps):
+            ev.append(Evidence(field=f"hypothesis_chain.{i}", comment_id=h.comment_id, quote=h.text))
+        etype, equote, ecid = _error_type(ps, ex)
+        if equote:
+            ev.append(Evidence(field="error_type", comment_id=ecid, quote=equote))
+        root = resolution = None
+        root_cid = None
+        source = ex.cause or ex.maintainer_explanation
+        if source is not None:
+            root = _pick_sentence(source.body, source.comment_id, (etype,))
+            root_cid = source.comment_id
+            if root:
+                ev.append(Evidence(field="root_cause", comment_id=root_cid, quote=root))
+        confirmed = ex.confirmation is not None or (ex.cause is not None and ex.cause.is_answer)
+        for post in ([ex.cause] if confirmed else []) + [ex.confirmation]:
+            if post is not None and resolution is None:
+                resolution = _fix_sentence(post.body, post.comment_id)
+                if resolution:
+                    ev.append(Evidence(field="resolution", comment_id=post.comment_id, quote=resolution))
+        env = environment(thread)
+        if env.text and env.quote:
+            ev.append(Evidence(field="environment", comment_id=env.quote_comment, quote=env.quote))
+        paper, pquote = paper_mention(thread)
+        if paper and pquote:
+            ev.append(Evidence(field="paper", comment_id=None, quote=pquote))
+        tq = tried_quotes(thread)
+        for q, cid in tq:
+            ev.append(Evidence(field="tried", comment_id=cid, quote=q))
+
+        checked = check_evidence(thread, ev, ThreadIndex.of(thread))
+        bad = set(checked.failed_fields)
+        resolved = (ex.confirmation is not None or (ex.cause is not None and ex.cause.is_answer)) \
+            and "root_cause" not in bad
+        depth = min(len({h.text for h in hyps}), 4) + (1 if root and "root_cause" not in bad else 0) \
+            + (1 if ex.maintainer_explanation is not None else 0)
+        explained = any(not p.is_asker and not p.is_bot and p.index and CAUSAL.search(p.body) and _cause_types(p.body)
+                        for p in ps)
+        rtype = "resolved" if resolved else (
+            "unresolved_valuable" if depth >= 2 or (explained and depth >= 1) else "unresolved")
+        pv = None if "symptom.paper_value" in bad or sym.paper is None else sym.paper.value
+        ov = None if "symptom.obtained_value" in bad or sym.obtained is None else sym.obtained.value
+        symptom = Symptom(metric=None if "symptom.metric" in bad else sym.metric, paper_value=pv,
+                          obtained_value=ov, gap=round(ov - pv, 6) if pv is not None and ov is not None else None)
+        chain = [Hypothesis(text=h.text, comment_id=h.comment_id, outcome=h.outcome)  # type: ignore[arg-type]
+                 for i, h in enumerate(hyps) if f"hypothesis_chain.{i}" not in bad]
+        return Record(
+            thread_id=thread.id,
+            repo=thread.repo,
+            is_reproduction=content_positive(thread),
+            error_type=etype if "error_type" not in bad else "other",  # type: ignore[arg-type]
+            problem_statement=_problem_statement(thread, sym),
+            symptom=symptom,
+            hypothesis_chain=chain,
+            root_cause=root if "root_cause" not in bad else None,
+            resolution=resolution if "resolution" not in bad else None,
+            is_resolved=resolved,
+            resolution_type=rtype,  # type: ignore[arg-type]
+            diagnostic_depth=depth,
+            has_code_snippet=has_code(thread.body) or any(has_code(c.body) for c in thread.all_comments()),
+            evidence=checked.evidence,
+            temporal_tag=TemporalTag(created_year=thread.created_at.year, framework_versions=env.versions),
+            extractor=ExtractorInfo(backend="rules", model=None, prompt_version=PROMPT_VERSION),
+            grounded=bool(checked.evidence) and not bad,
+            environment=env.text if "environment" not in bad else None,
+            paper=paper if "paper" not in bad else None,
+            tried=" ".join(q for q, _ in tq) if tq and "tried" not in bad else None,
+            stats=thread_stats(thread),
+        )

@@ -1,0 +1,497 @@
+"""Redaction of secrets and personal data (core module: imports no stage).
+
+Two entry levels:
+
+* :func:`mask_secrets` — tokens and keys only (GitHub, OpenAI, Anthropic, AWS,
+  Hugging Face, Slack, Google, JWTs, bearer tokens, credentials in URLs,
+  private key blocks, high-entropy values in assignment context such as
+  ``token=...``). ``extract`` calls it before any text goes to a model provider.
+* :func:`redact_text` / :func:`redact_record` / :func:`redact_thread` /
+  :func:`redact_doc` — the full redaction applied before anything leaves the
+  workspace: the secrets above, generic high-entropy strings, e-mail
+  addresses, IPv4 addresses, user names in home-directory paths, e-mail reply
+  boilerplate, and GitHub user names.
+
+Every masked span becomes ``[REDACTED_<KIND>]`` (kinds: see :data:`KINDS`),
+except user names, which become stable per-thread placeholders:
+
+    ``<role>_<n>`` where role is ``asker`` | ``maintainer`` | ``contributor``
+    | ``bot`` (thread participants) or ``user`` (someone only @mentioned), and
+    ``n`` counts people of that role in order of first appearance (the asker
+    is ``asker_0``). ``@alice`` becomes ``@maintainer_0``; a bare occurrence
+    of a known participant login (3+ characters, case-insensitive, whole
+    token, not followed by ``/name`` so ``owner/repo`` references survive)
+    becomes ``maintainer_0``. Author fields hold the placeholder.
+
+Rules are plain regexes written in the common subset of Python ``re`` and
+Rust ``regex`` (no look-around, no back-references; group references in
+replacements use ``${n}``), so that the vectorized polars path in
+``scoring`` applies the very same rules (:data:`PURE_RULES`) and both paths
+give identical output. Rules that need a Python check (entropy, IP ranges,
+placeholder values) are :data:`CHECKED_RULES`; they always run after the pure
+rules, in both paths.
+
+Redaction is idempotent: redacting redacted text changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reprodiag.schema import MAINTAINER_ASSOCIATIONS, Record, Thread, parse_record, parse_thread
+
+# --------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One redaction rule.
+
+    ``replacement`` uses Rust syntax (``${1}``); :attr:`py_replacement` is the
+    Python equivalent. ``check`` (checked rules only) receives the whole match
+    and returns the replacement text, or ``None`` to leave the match as it is.
+    ``secret``: part of :func:`mask_secrets`.
+    """
+
+    kind: str
+    pattern: str
+    replacement: str = ""
+    secret: bool = True
+    check: Callable[[re.Match[str]], str | None] | None = None
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile(self.pattern))
+        if not self.replacement:
+            object.__setattr__(self, "replacement", placeholder(self.kind))
+
+    @property
+    def py_replacement(self) -> str:
+        return re.sub(r"\$\{(\d+)\}", r"\\g<\1>", self.replacement)
+
+
+def placeholder(kind: str) -> str:
+    return f"[REDACTED_{kind}]"
+
+
+def shannon_entropy(s: str) -> float:
+    """Bits per character of ``s`` (0.0 for the empty string)."""
+    if not s:
+        return 0.0
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+_PLACEHOLDER_VALUES = frozenset({
+    "none", "null", "true", "false", "your_token", "your-token", "yourtoken", "your_api_key", "xxx", "xxxx",
+    "changeme", "password", "secret", "token", "example", "redacted", "dummy", "test", "string",
+})
+
+
+_DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+def _check_assignment(m: re.Match[str]) -> str | None:
+    """``token = VALUE``: mask VALUE when it looks like a real credential."""
+    key, value = m.group(1), m.group(3)
+    low = value.lower().strip("'\"")
+    if low in _PLACEHOLDER_VALUES or low.startswith(("os.", "env", "$", "<", "{", "getenv", "xxxx", "***")):
+        return None
+    if set(low) <= {"x", "*", "."}:
+        return None
+    if m.string[m.end():m.end() + 1] == "(" or _DOTTED_NAME.match(value):
+        return None  # a call or an attribute path (tokenizer = AutoTokenizer.from_pretrained(...))
+    is_password = re.search(r"(?i)pass|pwd", key) is not None
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    mixed_case = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    if is_password:
+        ok = len(value) >= 4
+    else:
+        ok = len(value) >= 12 and has_alpha and (has_digit or mixed_case) and shannon_entropy(value) >= 3.0
+    if not ok:
+        return None
+    return m.group(1) + m.group(2) + placeholder("SECRET")
+
+
+def _check_high_entropy(m: re.Match[str]) -> str | None:
+    """A long base62/base64 run with mixed classes and high entropy (not hex, not a word)."""
+    s = m.group(0)
+    upper = sum(c.isupper() for c in s)
+    lower = sum(c.islower() for c in s)
+    digit = sum(c.isdigit() for c in s)
+    if upper < 2 or lower < 2 or digit < 2:
+        return None
+    if shannon_entropy(s) < 4.0:
+        return None
+    if "/" in s and any(len(seg) >= 3 and seg.isalpha() and seg.islower() for seg in s.split("/")):
+        return None  # a path such as configs/ResNet50x4/train
+    return placeholder("HIGH_ENTROPY")
+
+
+_IP_KEEP = ("127.", "0.0.0.0", "255.255.255.255")
+
+
+def _check_ip(m: re.Match[str]) -> str | None:
+    """IPv4 with octets <= 255; loopback/unspecified addresses and version strings are kept."""
+    prefix, ip = m.group(1), m.group(2)
+    if prefix:  # "cuDNN 8.9.2.26", "version 1.2.3.4", "v1.2.3.4": a version, not an address
+        return None
+    if any(int(o) > 255 or (len(o) > 1 and o.startswith("0")) for o in ip.split(".")):
+        return None
+    if ip.startswith(_IP_KEEP):
+        return None
+    return placeholder("IP")
+
+
+#: Secret patterns; order matters (specific before generic).
+_SECRET_RULES: tuple[Rule, ...] = (
+    Rule("PRIVATE_KEY",
+         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+         r"(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?s:.*))"),
+    Rule("URL_CREDENTIALS", r"\b([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/:@'\"<>]+:[^\s/@'\"<>]+@",
+         "${1}[REDACTED_URL_CREDENTIALS]@"),
+    Rule("GITHUB_TOKEN", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),
+    Rule("ANTHROPIC_KEY", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    Rule("OPENAI_KEY", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    Rule("HF_TOKEN", r"\bhf_[A-Za-z0-9]{30,}"),
+    Rule("AWS_ACCESS_KEY", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    Rule("AWS_SECRET_KEY",
+         r"(?i)(aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{40,}",
+         "${1}[REDACTED_AWS_SECRET_KEY]"),
+    Rule("SLACK_TOKEN", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    Rule("GOOGLE_API_KEY", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    Rule("JWT", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    Rule("BEARER_TOKEN", r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{16,}", "${1}[REDACTED_BEARER_TOKEN]"),
+)
+
+#: Personal data patterns that need no Python check.
+_PII_RULES: tuple[Rule, ...] = (
+    Rule("EMAIL_BOILERPLATE",
+         r"(?m)^[ \t>]*On [^\n]*?[0-9]{4}[^\n]*?(?:\n[^\n]*?)?wrote:[ \t]*\r?\n?(?:[ \t]*>[^\n]*\n?)*",
+         " ", secret=False),
+    Rule("EMAIL_BOILERPLATE",
+         r"(?m)^[ \t]*(?:—|--|-)?[ \t]*\r?\n?[ \t]*You are receiving this because[^\n]*(?:\n[^\n]*"
+         r"(?:Reply to this email directly|view it on GitHub|unsubscribe|Triage notifications)[^\n]*)*",
+         " ", secret=False),
+    Rule("EMAIL", r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b", secret=False),
+    Rule("HOME_PATH",
+         r"(/home/|/Users/|/mnt/[A-Za-z]/Users/|\b[A-Za-z]:[\\/]+Users[\\/]+)"
+         r"[A-Za-z0-9._\-]+",
+         "${1}[REDACTED_HOME_PATH]", secret=False),
+)
+
+#: Regex rules applied verbatim in both paths, in this order.
+PURE_RULES: tuple[Rule, ...] = _SECRET_RULES + _PII_RULES
+
+#: Rules with a Python check, applied after :data:`PURE_RULES`, in this order.
+CHECKED_RULES: tuple[Rule, ...] = (
+    Rule("SECRET",
+         r"(?i)\b([A-Za-z_]*(?:token|api_?key|apikey|secret|secret_?key|passwd|password|pwd|access_?key|auth_?key"
+         r"|client_?secret|credentials?)s?[\"']?)(\s*[:=]\s*[\"']?)([A-Za-z0-9_\-./+=~!#%^&*]{4,})",
+         check=_check_assignment),
+    Rule("IP", r"(?i)(\b(?:cudnn|tensorrt|trt|nccl|driver|version|ver|v)[ =:_\-]*)?"
+               r"\b([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})\b",
+         secret=False, check=_check_ip),
+    Rule("HIGH_ENTROPY", r"[A-Za-z0-9+/]{32,}={0,2}", secret=False, check=_check_high_entropy),
+)
+
+#: Prefilter: a text can change under :data:`CHECKED_RULES` or user-name redaction only if this matches.
+CHECKED_PREFILTER = r"(?i)(?:token|key|secret|pass|pwd|credential|[0-9]\.[0-9]{1,3}\.[0-9]|[A-Za-z0-9+/]{32}|@)"
+
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in PURE_RULES + CHECKED_RULES)) + ("USER",)
+
+
+# --------------------------------------------------------------------------- counts
+
+
+@dataclass(frozen=True)
+class RedactionCounts:
+    """How many spans of each kind were masked (``USER``: user names replaced by placeholders)."""
+
+    by_kind: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind.values())
+
+    def __add__(self, other: RedactionCounts) -> RedactionCounts:
+        c = Counter(self.by_kind)
+        c.update(other.by_kind)
+        return RedactionCounts({k: v for k, v in sorted(c.items()) if v})
+
+    @classmethod
+    def of(cls, counter: Mapping[str, int]) -> RedactionCounts:
+        return cls({k: v for k, v in sorted(counter.items()) if v})
+
+
+# --------------------------------------------------------------------------- text
+
+
+def apply_pure_rule(rule: Rule, text: str, counts: Counter[str]) -> str:
+    new, n = rule.regex.subn(rule.py_replacement, text)
+    if n:
+        counts[rule.kind] += n
+    return new
+
+
+def apply_checked_rule(rule: Rule, text: str, counts: Counter[str]) -> str:
+    assert rule.check is not None
+
+    def sub(m: re.Match[str]) -> str:
+        out = rule.check(m)  # type: ignore[misc]
+        if out is None:
+            return m.group(0)
+        counts[rule.kind] += 1
+        return out
+
+    return rule.regex.sub(sub, text)
+
+
+def mask_secrets(text: str) -> str:
+    """Replace tokens, keys and credentials in ``text`` by ``[REDACTED_<KIND>]``; everything else is kept."""
+    if not text:
+        return text
+    counts: Counter[str] = Counter()
+    for rule in PURE_RULES:
+        if rule.secret:
+            text = apply_pure_rule(rule, text, counts)
+    for rule in CHECKED_RULES:
+        if rule.secret:
+            text = apply_checked_rule(rule, text, counts)
+    return text
+
+
+# --------------------------------------------------------------------------- people
+
+ROLES = ("asker", "maintainer", "contributor", "bot", "user")
+_PLACEHOLDER_RE = re.compile(r"^(?:asker|maintainer|contributor|bot|user)_[0-9]+$")
+_MENTION_RE = re.compile(
+    r"(?<![A-Za-z0-9_.`/\-])@([A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(?:\[bot\])?)(?![A-Za-z0-9_(/\-]|\.[A-Za-z0-9_])")
+#: ``@name`` words that are Python decorators, not people.
+_DECORATORS = frozenset({
+    "property", "staticmethod", "classmethod", "dataclass", "abstractmethod", "wraps", "override",
+    "cached_property", "lru_cache", "cache", "contextmanager", "pytest", "jit", "torch", "tf", "jax",
+    "register", "overload", "final", "functools", "typing", "app", "param", "parametrize", "fixture",
+})
+
+
+def is_bot_login(login: str) -> bool:
+    low = login.lower()
+    return low.endswith(("[bot]", "-bot", "_bot")) or low in {"stale", "dependabot", "codecov", "github-actions"}
+
+
+class People:
+    """Per-thread mapping login → placeholder (see module docstring for the scheme).
+
+    Logins compare case-insensitively (GitHub logins are). A placeholder maps
+    to itself, so redaction is idempotent.
+    """
+
+    def __init__(self, participants: Iterable[tuple[str, str]] = ()) -> None:
+        self._map: dict[str, str] = {}
+        self._next: Counter[str] = Counter()
+        for login, role in participants:
+            self.add(login, role)
+
+    def add(self, login: str, role: str = "user") -> str:
+        key = login.lower()
+        if key in self._map:
+            return self._map[key]
+        if _PLACEHOLDER_RE.match(login):
+            self._map[key] = login
+            prefix, n = login.rsplit("_", 1)
+            self._next[prefix] = max(self._next[prefix], int(n) + 1)
+            return login
+        role = role if role in ROLES else "user"
+        ph = f"{role}_{self._next[role]}"
+        self._next[role] += 1
+        self._map[key] = ph
+        return ph
+
+    def get(self, login: str | None) -> str | None:
+        return None if login is None else self._map.get(login.lower())
+
+    @property
+    def logins(self) -> tuple[str, ...]:
+        return tuple(k for k, v in self._map.items() if k != v)
+
+
+
+_BEFORE_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.@[")
+_AFTER_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def _bare_spans(text: str, low: str, login: str) -> Iterator[tuple[int, int]]:
+    """Whole-token occurrences of ``login`` (lower case) in ``text``; ``owner/repo`` references excluded."""
+    start = low.find(login)
+    n = len(login)
+    while start >= 0:
+        end = start + n
+        before = text[start - 1] if start else ""
+        after = text[end] if end < len(text) else ""
+        repo_ref = after == "/" and end + 1 < len(text) and text[end + 1].isascii() and text[end + 1].isalnum()
+        if before not in _BEFORE_BLOCK and after not in _AFTER_BLOCK and not repo_ref:
+            yield start, end
+        start = low.find(login, start + 1)
+
+
+def redact_people(text: str, people: People, counts: Counter[str]) -> str:
+    """Replace @mentions (anyone) and bare known logins by placeholders; new mentions join ``people``."""
+    if "@" in text:
+        def mention(m: re.Match[str]) -> str:
+            login = m.group(1)
+            if login.lower() in _DECORATORS and people.get(login) is None:
+                return m.group(0)
+            if _PLACEHOLDER_RE.match(login) and people.get(login) in (None, login):
+                people.add(login)
+                return m.group(0)
+            counts["USER"] += 1
+            return "@" + people.add(login, "user")
+
+        text = _MENTION_RE.sub(mention, text)
+    low = text.lower()
+    if len(low) != len(text):  # lower-casing changed offsets (rare Unicode): fall back to a regex
+        low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    found = [x for x in people.logins if len(x) >= 3 and x in low]
+    if not found:
+        return text
+    taken: list[tuple[int, int, str]] = []
+    for login in sorted(found, key=len, reverse=True):
+        for a, b in _bare_spans(text, low, login):
+            if all(b <= s or a >= e for s, e, _ in taken):
+                taken.append((a, b, people.get(login) or login))
+    if not taken:
+        return text
+    counts["USER"] += len(taken)
+    parts: list[str] = []
+    pos = 0
+    for a, b, ph in sorted(taken):
+        parts.append(text[pos:a])
+        parts.append(ph)
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def redact_checked(text: str, people: People | None, counts: Counter[str]) -> str:
+    """The part of :func:`redact_text` after the pure rules (shared with the vectorized path)."""
+    for rule in CHECKED_RULES:
+        text = apply_checked_rule(rule, text, counts)
+    if people is not None:
+        text = redact_people(text, people, counts)
+    return text
+
+
+def redact_text(text: str, people: People | None = None, counts: Counter[str] | None = None) -> str:
+    """Full redaction of one text. ``people`` (per thread) gets new @mentioned users added."""
+    if not text:
+        return text
+    counts = Counter() if counts is None else counts
+    for rule in PURE_RULES:
+        text = apply_pure_rule(rule, text, counts)
+    return redact_checked(text, people, counts)
+
+
+# --------------------------------------------------------------------------- documents
+
+#: Keys whose string values are identifiers, enums or timestamps, never free text.
+SKIP_KEYS = frozenset({
+    "thread_id", "repo", "error_type", "comment_id", "field", "kind", "state", "state_reason", "created_at",
+    "updated_at", "closed_at", "role", "backend", "model", "prompt_version", "tier", "split", "duplicate_of",
+    "resolution_type", "outcome", "verdict", "phase", "case_id", "id", "answer_id", "author_association",
+    "url", "number", "labels", "category", "content_hash", "task_type", "drop_reason", "expected", "gpu",
+    "is_reproduction", "signals",
+})
+#: Keys whose value is a GitHub login.
+LOGIN_KEYS = frozenset({"author", "login"})
+
+
+def redact_doc(doc: Any, people: People | None = None, counts: Counter[str] | None = None) -> Any:
+    """Redact every free-text string in a JSON-like document (dicts, lists, scalars); returns a new one.
+
+    Strings under :data:`SKIP_KEYS` are kept; values under :data:`LOGIN_KEYS`
+    become placeholders (unknown logins join ``people`` as ``contributor``).
+    """
+    counts = Counter() if counts is None else counts
+    people = People() if people is None else people
+
+    def walk(v: Any, key: str | None) -> Any:
+        if isinstance(v, dict):
+            return {k: walk(x, k) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x, key) for x in v]
+        if isinstance(v, str):
+            if key in LOGIN_KEYS:
+                known = people.get(v)
+                if known is None:
+                    known = people.add(v, "bot" if is_bot_login(v) else "contributor")
+                if known != v:
+                    counts["USER"] += 1
+                return known
+            if key in SKIP_KEYS:
+                return v
+            return redact_text(v, people, counts)
+        return v
+
+    return walk(doc, None)
+
+
+def thread_people(thread: Thread | Mapping[str, Any]) -> People:
+    """Participants of a thread: the author is the asker; others by association, bots by login."""
+    doc = thread.model_dump(mode="json") if isinstance(thread, Thread) else thread
+    people = People()
+    author = doc.get("author")
+    if author:
+        people.add(author, "asker")
+
+    def visit(comments: list[dict[str, Any]]) -> None:
+        for c in comments:
+            login = c.get("author")
+            if login:
+                if is_bot_login(login):
+                    role = "bot"
+                elif c.get("author_association") in MAINTAINER_ASSOCIATIONS:
+                    role = "maintainer"
+                else:
+                    role = "contributor"
+                people.add(login, role)
+            visit(c.get("replies") or [])
+
+    visit(doc.get("comments") or [])
+    return people
+
+
+def record_people(record: Record | Mapping[str, Any]) -> People:
+    """Participants of a record (``stats.participants``), the asker first."""
+    doc = record.model_dump(mode="json") if isinstance(record, Record) else record
+    parts = ((doc.get("stats") or {}).get("participants")) or []
+    ordered = sorted(parts, key=lambda p: p.get("role") != "asker")
+    return People((p["login"], p.get("role", "contributor")) for p in ordered if p.get("login"))
+
+
+def redact_thread(thread: Thread) -> tuple[Thread, RedactionCounts]:
+    """A redacted copy of ``thread`` (still a valid Thread) and what was masked."""
+    counts: Counter[str] = Counter()
+    doc = redact_thread_doc(thread.model_dump(mode="json"), counts)
+    return parse_thread(doc), RedactionCounts.of(counts)
+
+
+def redact_thread_doc(doc: dict[str, Any], counts: Counter[str] | None = None) -> dict[str, Any]:
+    return redact_doc(doc, thread_people(doc), counts)
+
+
+def redact_record(record: Record) -> tuple[Record, RedactionCounts]:
+    """A redacted copy of ``record`` (still a valid Record) and what was masked."""
+    counts: Counter[str] = Counter()
+    doc = redact_record_doc(record.model_dump(mode="json"), counts)
+    return parse_record(doc), RedactionCounts.of(counts)
+
+
+def redact_record_doc(doc: dict[str, Any], counts: Counter[str] | None = None) -> dict[str, Any]:
+    return redact_doc(doc, record_people(doc), counts)

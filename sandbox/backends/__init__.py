@@ -1,0 +1,1 @@
+"""Isolation backends: one file each, all implementing :class:`sandbox.backends.base.SandboxBackend`."""

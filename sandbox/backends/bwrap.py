@@ -1,0 +1,150 @@
+"""bubblewrap backend: a namespace sandbox built from selected read-only host
+directories, a private tmpfs HOME and /tmp, and one writable work dir.
+
+Inside: ``/usr`` (and the /bin, /lib… links), a few /etc files, the project's
+interpreter and venv (read-only, at their host paths), a synthetic
+/etc/passwd, a fresh /proc of the sandbox's own pid namespace, a minimal /dev,
+no network (``--unshare-all``) unless the step asks for it (setup phase), a new
+user namespace with every capability dropped, ``--new-session`` and
+``--die-with-parent``. The host's home, workspace and other files are absent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from sandbox.backends.base import SANDBOX_HOME, SANDBOX_WORKDIR, StepRequest, StepResult, sandbox_env
+from sandbox.process import run_process
+
+#: Host /etc entries visible inside (read-only); credentials-bearing files are not among them.
+ETC_ALLOW = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf", "hosts",
+    "host.conf", "gai.conf", "resolv.conf", "ssl", "ca-certificates", "ca-certificates.conf", "mime.types",
+    "protocols", "services", "os-release", "debian_version", "fonts", "magic", "magic.mime",
+)
+#: Top-level paths that are directories or links into /usr on a merged-/usr system.
+ROOT_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+#: NVIDIA control devices exposed when a step uses a GPU (plus the chosen /dev/nvidiaN).
+NVIDIA_CONTROL = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+
+PASSWD = "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/home/sandbox:/bin/sh\n" \
+         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+GROUP = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"
+
+
+def python_dirs() -> list[str]:
+    """Read-only directories the project's interpreter needs: the venv and the base installation."""
+    dirs: list[str] = []
+    exe_real = os.path.realpath(sys.executable)
+    for d in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              str(Path(exe_real).parent.parent)):
+        d = os.path.realpath(d)
+        if d in ("/", "/usr") or d.startswith("/usr/"):
+            continue
+        if not any(d == p or d.startswith(p + "/") for p in dirs):
+            dirs = [p for p in dirs if not p.startswith(d + "/")] + [d]
+    return sorted(dirs)
+
+
+def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged: bool,
+                     env: dict[str, str], gpu_devices: tuple[int, ...] = (),
+                     ro_dirs: list[str] | None = None) -> list[str]:
+    """The full bwrap command line for ``step`` (pure apart from checking which host paths exist).
+
+    ``etc_dir`` holds the synthetic ``passwd``/``group``; ``privileged`` (euid 0)
+    adds ``--cap-drop ALL``; ``ro_dirs`` are extra read-only binds (default: the
+    interpreter's directories).
+    """
+    a = [bwrap, "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
+         "--disable-userns", "--new-session", "--die-with-parent", "--hostname", "sandbox"]
+    if privileged:
+        a += ["--cap-drop", "ALL"]
+    if step.network:
+        a.append("--share-net")
+    a += ["--ro-bind", "/usr", "/usr"]
+    for name in ROOT_DIRS:
+        host = f"/{name}"
+        if os.path.islink(host):
+            a += ["--symlink", os.readlink(host), host]
+        elif os.path.isdir(host):
+            a += ["--ro-bind", host, host]
+    for name in ETC_ALLOW:
+        a += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    a += ["--ro-bind", f"{etc_dir}/passwd", "/etc/passwd", "--ro-bind", f"{etc_dir}/group", "/etc/group"]
+    for d in (python_dirs() if ro_dirs is None else ro_dirs):
+        a += ["--ro-bind", d, d]
+    a += ["--proc", "/proc", "--dev", "/dev"]
+    if gpu_devices:
+        for name in NVIDIA_CONTROL:
+            if os.path.exists(f"/dev/{name}"):
+                a += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
+        for i in gpu_devices:
+            a += ["--dev-bind", f"/dev/nvidia{i}", f"/dev/nvidia{i}"]
+        if os.path.isdir("/dev/nvidia-caps"):
+            a += ["--dev-bind", "/dev/nvidia-caps", "/dev/nvidia-caps"]
+        a += ["--ro-bind", "/sys", "/sys", "--ro-bind-try", "/run/nvidia-persistenced", "/run/nvidia-persistenced"]
+        for extra in ("/usr/local/nvidia", "/usr/local/cuda", "/opt/nvidia"):
+            if os.path.isdir(extra) and not extra.startswith("/usr/"):
+                a += ["--ro-bind", extra, extra]
+    tmp_bytes = str(max(16, step.limits.disk_mb) * 1024 * 1024)
+    a += ["--size", tmp_bytes, "--tmpfs", "/tmp", "--size", tmp_bytes, "--tmpfs", SANDBOX_HOME]
+    a += ["--bind", str(step.workdir), SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
+    a += ["--remount-ro", "/", "--clearenv"]
+    for k, v in env.items():
+        a += ["--setenv", k, v]
+    a += ["--", "/bin/sh", "-c", step.command]
+    return a
+
+
+@lru_cache(maxsize=1)
+def bwrap_status() -> tuple[bool, str]:
+    """(usable, reason): bwrap is installed and can create its namespaces here."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False, "bubblewrap is not installed (apt-get install bubblewrap)"
+    try:
+        proc = subprocess.run(
+            [exe, "--unshare-all", "--unshare-user", "--disable-userns", "--ro-bind", "/usr", "/usr",
+             "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+             "--proc", "/proc", "--dev", "/dev", "--", "/usr/bin/true"],
+            capture_output=True, text=True, timeout=20, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bwrap cannot run: {exc}"
+    if proc.returncode != 0:
+        return False, "bwrap cannot create namespaces here: " + " ".join(proc.stderr.split())[:200]
+    return True, "bubblewrap works (user, pid, net, mount namespaces)"
+
+
+class BwrapBackend:
+    """bubblewrap isolation (default on Linux)."""
+
+    name = "bwrap"
+
+    def __init__(self, scratch: Path) -> None:
+        """``scratch``: a host directory for the synthetic /etc files (not visible as writable inside)."""
+        self.bwrap = shutil.which("bwrap") or "bwrap"
+        self.etc_dir = scratch / "etc"
+        self.etc_dir.mkdir(parents=True, exist_ok=True)
+        (self.etc_dir / "passwd").write_text(PASSWD)
+        (self.etc_dir / "group").write_text(GROUP)
+
+    def run(self, step: StepRequest) -> StepResult:
+        env = sandbox_env(step)
+        argv = build_bwrap_argv(step, bwrap=self.bwrap, etc_dir=str(self.etc_dir), privileged=os.geteuid() == 0,
+                                env=env, gpu_devices=step.gpu_devices)
+        lim = step.limits
+        out = run_process(argv, env={"PATH": "/usr/bin:/bin"}, cwd=None, timeout_s=step.timeout_s,
+                          memory_mb=lim.memory_mb, pids=lim.pids, cpus=lim.cpus, disk_mb=lim.disk_mb,
+                          allow_rlimit_as=not step.gpu_devices)
+        return StepResult(
+            exit_code=out.exit_code, duration_s=out.duration_s,
+            stdout=out.stdout.decode("utf-8", errors="replace"), stderr=out.stderr.decode("utf-8", errors="replace"),
+            timed_out=out.timed_out, oom_killed=out.oom_killed, pids_limited=out.pids_limited,
+            leftover=out.leftover, limiter=out.limiter,
+        )

@@ -1,0 +1,192 @@
+"""Replaying one case: copy (or clone) the source into a fresh work dir, run the
+setup commands, the failing configuration over its seeds, the fix, the fixed
+configuration, then :func:`sandbox.verdict.decide`. Every command becomes a
+:class:`reprodiag.schema.Step` of the verdict's trajectory.
+
+Nothing here raises for a misbehaving case: a crash, an unparsable metric, a
+timeout or a limit hit ends that case with ``error``/``timeout`` and the
+output tail in ``reason``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprodiag.schema import Phase, ReplaySpec, Step, Verdict, VerdictKind
+from sandbox.backends.base import SandboxBackend, StepRequest, StepResult
+from sandbox.gpu import GpuInfo, detect_gpus
+from sandbox.metric import MetricError, read_metric
+from sandbox.spec import patch_text, source_dir, tolerance_for
+from sandbox.verdict import decide, measure
+from sandbox.workdir import copy_source, dir_size
+
+#: Characters of stdout/stderr kept per trajectory step.
+TAIL_CHARS = 2000
+PATCH_NAME = ".reprodiag-fix.patch"
+_URL_AUTH = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+
+
+def mask_url(text: str) -> str:
+    """Drop ``user:token@`` from URLs so credentials never reach a trajectory."""
+    return _URL_AUTH.sub(r"\1***@", text)
+
+
+class _Stop(Exception):  # noqa: N818 - control flow inside replay_case
+    def __init__(self, verdict: VerdictKind, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict = verdict
+        self.reason = reason
+
+
+@dataclass
+class _Run:
+    spec: ReplaySpec
+    backend: SandboxBackend
+    work: Path
+    devices: tuple[int, ...]
+    steps: list[Step] = field(default_factory=list)
+
+    def step(self, phase: Phase, command: str, *, timeout_s: float, network: bool = False,
+             seed: int | None = None, shown: str | None = None) -> StepResult:
+        req = StepRequest(phase=phase, command=command, workdir=self.work, timeout_s=timeout_s,
+                          limits=self.spec.limits, network=network, seed=seed, gpu_devices=self.devices)
+        res = self.backend.run(req)
+        self.steps.append(_as_step(phase, shown or command, res, seed))
+        if res.error:
+            raise _Stop("error", f"{phase}: sandbox failure: {res.error}")
+        if res.timed_out:
+            raise _Stop("timeout", f"{phase} step exceeded its {timeout_s:g} s wall-clock limit and was killed"
+                        + (f" ({res.leftover} process(es) survived)" if res.leftover else ""))
+        if res.oom_killed:
+            raise _Stop("error", f"{phase} step killed: over the memory limit of {self.spec.limits.memory_mb} MiB")
+        if res.exit_code != 0:
+            extra = " (pids limit reached)" if res.pids_limited else ""
+            raise _Stop("error", f"{phase} command exited with {res.exit_code}{extra}: {_last_lines(res)}")
+        used = dir_size(self.work)
+        if used > self.spec.limits.disk_mb * 1024 * 1024:
+            raise _Stop("error", f"{phase}: work dir uses {used // (1024 * 1024)} MiB, over the disk limit of "
+                        f"{self.spec.limits.disk_mb} MiB")
+        return res
+
+
+def _last_lines(res: StepResult, chars: int = 300) -> str:
+    text = (res.stderr.strip() or res.stdout.strip())[-chars:]
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())[-chars:] or "(no output)"
+
+
+def _as_step(phase: Phase, command: str, res: StepResult, seed: int | None) -> Step:
+    return Step(phase=phase, command=mask_url(command), exit_code=res.exit_code, duration_s=round(res.duration_s, 4),
+                stdout_tail=res.stdout[-TAIL_CHARS:], stderr_tail=res.stderr[-TAIL_CHARS:], seed=seed,
+                timed_out=res.timed_out)
+
+
+def _clone(url: str, ref: str | None, work: Path, timeout_s: float, scratch: Path) -> Step:
+    """Clone a git source on the host (no hooks run on clone; file:// allowed for local repos)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch), "GIT_TERMINAL_PROMPT": "0",
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_ASKPASS": "/bin/false", "LANG": "C.UTF-8"}
+    shown = f"git clone {url}" + (f" && git checkout {ref}" if ref else "")
+    start = time.monotonic()
+    cmds = [["git", "-c", "protocol.file.allow=always", "-c", "core.hooksPath=/dev/null", "clone", "--quiet",
+             "--", url, str(work)]]
+    if ref:
+        cmds.append(["git", "-C", str(work), "-c", "core.hooksPath=/dev/null", "checkout", "--quiet", ref, "--"])
+    out, err, code, timed_out = "", "", 0, False
+    for cmd in cmds:
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            timed_out, code = True, None
+            break
+        except OSError as exc:
+            code, err = 127, f"cannot run git: {exc.strerror}"
+            break
+        out, err, code = out + proc.stdout, err + proc.stderr, proc.returncode
+        if code != 0:
+            break
+    return Step(phase="setup", command=mask_url(shown), exit_code=code, duration_s=round(time.monotonic() - start, 4),
+                stdout_tail=mask_url(out)[-TAIL_CHARS:], stderr_tail=mask_url(err)[-TAIL_CHARS:], timed_out=timed_out)
+
+
+def _measure_phase(run: _Run, phase: Phase) -> list[float]:
+    spec = run.spec
+    values: list[float] = []
+    for seed in range(spec.run.seeds):
+        res = run.step(phase, spec.run.command, timeout_s=spec.run.timeout_s, seed=seed)
+        try:
+            val = read_metric(spec.run, res.stdout, run.work)
+        except MetricError as exc:
+            tail = " | ".join(ln.strip() for ln in res.stdout.strip().splitlines()[-3:] if ln.strip())[-300:]
+            raise _Stop("error", f"{phase} (seed {seed}): {exc}; output tail: {tail or '(empty)'}") from None
+        run.steps[-1] = run.steps[-1].model_copy(update={"metric": val})
+        values.append(val)
+    return values
+
+
+def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, gpu: GpuInfo | None = None,
+                scratch_root: Path | None = None) -> Verdict:
+    """Replay one case with ``backend``; always returns a verdict (never raises for case failures)."""
+    tol = tolerance_for(spec)
+    base = dict(case_id=spec.id, tolerance=tol, backend=backend.name, thread_id=spec.thread_id,
+                error_type=spec.error_type, expected=spec.expected)
+    devices: tuple[int, ...] = ()
+    gpu_summary: str | None = None
+    if spec.limits.gpus > 0:
+        gpu = gpu or detect_gpus()
+        if len(gpu.devices) < spec.limits.gpus:
+            return Verdict(verdict="skipped", gpu=gpu.summary, reason=f"case needs {spec.limits.gpus} GPU(s); "
+                           f"this host has {len(gpu.devices)} ({gpu.summary})", **base)
+        devices = gpu.devices[: spec.limits.gpus]
+        gpu_summary = gpu.summary
+    scratch = Path(tempfile.mkdtemp(prefix="reprodiag-replay-", dir=scratch_root))
+    work = scratch / "work"
+    run = _Run(spec, backend, work, devices)
+    before: list[float] = []
+    after: list[float] = []
+    try:
+        if spec.source.git:
+            step = _clone(spec.source.git, spec.source.ref, work, spec.setup.timeout_s, scratch)
+            run.steps.append(step)
+            if step.timed_out:
+                raise _Stop("timeout", f"setup: git clone exceeded {spec.setup.timeout_s:g} s")
+            if step.exit_code != 0:
+                raise _Stop("error", f"setup: git clone failed: {step.stderr_tail.strip()[-300:]}")
+        else:
+            src = source_dir(spec, spec_path)
+            if src is None or not src.is_dir():
+                raise _Stop("error", f"source directory {src} does not exist")
+            copy_source(src, work)
+        deadline = time.monotonic() + spec.setup.timeout_s
+        for cmd in spec.setup.commands:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _Stop("timeout", f"setup exceeded its {spec.setup.timeout_s:g} s limit")
+            run.step("setup", cmd, timeout_s=left, network=spec.setup.network)
+        before = _measure_phase(run, "before")
+        patch = patch_text(spec, spec_path)
+        if patch is None and not spec.fix.command:
+            raise _Stop("error", "the case has no [fix] (command or patch)")
+        if patch is not None:
+            (work / PATCH_NAME).write_text(patch, encoding="utf-8")
+            run.step("fix", f"git apply --whitespace=nowarn {PATCH_NAME}; rc=$?; rm -f {PATCH_NAME}; exit $rc",
+                     timeout_s=spec.run.timeout_s, shown=f"git apply <<'PATCH'\n{patch[:4000]}\nPATCH")
+        if spec.fix.command:
+            run.step("fix", spec.fix.command, timeout_s=spec.run.timeout_s)
+        after = _measure_phase(run, "after")
+        d = decide(spec, before, after)
+        return Verdict(verdict=d.verdict, reason=d.reason, direction_ok=d.direction_ok, before=measure(before),
+                       after=measure(after), gpu=gpu_summary, steps=run.steps, **base)
+    except _Stop as stop:
+        return Verdict(verdict=stop.verdict, reason=stop.reason, before=measure(before), after=measure(after),
+                       gpu=gpu_summary, steps=run.steps, **base)
+    except OSError as exc:
+        return Verdict(verdict="error", reason=f"work dir: {exc.strerror or exc}", before=measure(before),
+                       after=measure(after), gpu=gpu_summary, steps=run.steps, **base)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,98 @@
+"""Work directories: a fresh copy of the case source per run, its size, and
+reading files the sandbox wrote without following links out of the tree."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+#: Largest file read back from a work dir (metric JSON), in bytes.
+MAX_READ_BYTES = 16 * 1024 * 1024
+
+
+def copy_source(src: Path, dst: Path) -> int:
+    """Copy ``src`` into the new directory ``dst``: regular files and directories, symlinks
+    re-created as symlinks (never followed), everything else (fifos, sockets, devices) skipped.
+    Returns the number of entries copied."""
+    n = 0
+    dst.mkdir(parents=True, exist_ok=False)
+    for root, dirs, files in os.walk(src, followlinks=False):
+        rel = Path(root).relative_to(src)
+        target_root = dst / rel
+        for name in list(dirs):
+            s = Path(root) / name
+            st = s.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(s), target_root / name)
+                dirs.remove(name)
+                n += 1
+            else:
+                (target_root / name).mkdir()
+                n += 1
+        for name in files:
+            s = Path(root) / name
+            st = s.lstat()
+            t = target_root / name
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(s), t)
+            elif stat.S_ISREG(st.st_mode):
+                shutil.copyfile(s, t, follow_symlinks=False)
+                os.chmod(t, stat.S_IMODE(st.st_mode) | stat.S_IRUSR | stat.S_IWUSR)
+            else:
+                continue
+            n += 1
+    return n
+
+
+def dir_size(path: Path) -> int:
+    """Bytes allocated under ``path`` (links not followed; each inode counted once)."""
+    total = 0
+    seen: set[tuple[int, int]] = set()
+    for root, dirs, files in os.walk(path, followlinks=False):
+        for name in dirs + files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            total += max(st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_blocks * 512)
+    return total
+
+
+def read_inside(root: Path, rel: str, limit: int = MAX_READ_BYTES) -> bytes:
+    """Read ``root/rel`` only if it is a regular file inside ``root`` reached without any symlink.
+
+    Raises ``ValueError`` with a one-line reason otherwise (outside the tree, a
+    link, not a regular file, larger than ``limit`` bytes).
+    """
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts:
+        raise ValueError(f"{rel!r} is not a relative path inside the work dir")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            flags = os.O_RDONLY | os.O_NOFOLLOW | (0 if last else os.O_DIRECTORY)
+            try:
+                nfd = os.open(part, flags | os.O_NONBLOCK, dir_fd=fd)
+            except OSError as exc:
+                raise ValueError(f"cannot open {rel!r} in the work dir without following links "
+                                 f"({exc.strerror})") from None
+            os.close(fd)
+            fd = nfd
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{rel!r} is not a regular file")
+        if st.st_size > limit:
+            raise ValueError(f"{rel!r} is {st.st_size} bytes, over the {limit}-byte limit")
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            return fh.read(limit + 1)[:limit]
+    finally:
+        if fd >= 0:
+            os.close(fd)

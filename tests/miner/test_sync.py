@@ -1,0 +1,225 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from miner.fake_github import FakeGitHubThread, Faults
+from miner.graphql_client import ClientSettings
+from miner.sync import estimate, mine_status, run_mine
+from reprodiag.errors import UserError
+from reprodiag.schema import Comment
+from reprodiag.store import Store
+from tests.conftest import REPO_ROOT
+from tests.miner.conftest import FAST, SECRETS, TOKENS, odd_threads
+
+
+def mine(store: Store, url: str, repos: list[str], *, settings: ClientSettings = FAST, prs: bool = True,
+         discussions: bool = True, tokens=SECRETS, api: str = "graphql"):  # noqa: ANN001, ANN201
+    return run_mine(store, repos=repos, api=api, api_url=url, token_file=None, include_prs=prs,
+                    include_discussions=discussions, concurrency=settings.concurrency, tokens=tokens,
+                    settings=settings)
+
+
+def assert_same_corpus(store: Store, threads) -> None:  # noqa: ANN001
+    got = {t.id: t for t in store.iter_threads()}
+    want = {t.id: t for t in threads}
+    assert set(got) == set(want)
+    for tid, t in want.items():
+        assert got[tid] == t, tid
+
+
+def test_full_mine_round_trips_corpus(store: Store, corpus) -> None:  # noqa: ANN001
+    big = [t for t in corpus.threads if len(t.comments) > 100]
+    assert big, "the corpus must hold threads over 100 comments"
+    assert any(c.replies for t in corpus.threads for c in t.comments)
+    with FakeGitHubThread(corpus.threads, corpus.repos_meta, tokens=TOKENS) as srv:
+        report = mine(store, srv.url, list(corpus.repos_meta))
+        stats = srv.state.stats_doc()
+    assert_same_corpus(store, corpus.threads)
+    assert report.counts["done"] == 3 and report.counts["failed"] == 0
+    assert stats["invalid_queries"] == 0
+    assert report.counts["points"] == stats["total_points"]
+    disc = [t for t in store.iter_threads() if t.kind == "discussion" and t.answer_id]
+    assert disc and all(any(c.is_answer and c.id == t.answer_id for c in t.comments) for t in disc)
+    status = {r["repo"]: r for r in store.repo_status()}
+    assert all(r["status"] == "done" and r["threads"] > 0 and r["points"] > 0 for r in status.values())
+
+
+def test_incremental_resync_costs_at_most_two_points_and_picks_up_changes(store: Store, corpus) -> None:  # noqa: ANN001
+    repo = next(iter(corpus.repos_meta))
+    threads = [t for t in corpus.threads if t.repo == repo]
+    with FakeGitHubThread(threads, corpus.repos_meta, tokens=TOKENS) as srv:
+        mine(store, srv.url, [repo], prs=False)
+        before = srv.state.stats_doc()["total_points"]
+        mine(store, srv.url, [repo], prs=False)
+        assert srv.state.stats_doc()["total_points"] - before <= 2
+        # change one old issue: a new comment bumps updatedAt
+        old = min((t for t in threads if t.kind == "issue"), key=lambda t: t.updated_at)
+        newest = max(t.updated_at for t in threads)
+        changed = old.model_copy(update={
+            "updated_at": newest + timedelta(hours=1),
+            "comments": [*old.comments, Comment(id="IC_new", body="fixed by lr 1e-4", created_at=newest)]})
+        srv.state.put_thread(changed)
+        d_old = min((t for t in threads if t.kind == "discussion"), key=lambda t: t.updated_at)
+        d_changed = d_old.model_copy(update={"updated_at": newest + timedelta(hours=2), "title": "edited"})
+        srv.state.put_thread(d_changed)
+        mid = srv.state.stats_doc()["total_points"]
+        report = mine(store, srv.url, [repo], prs=False)
+        assert srv.state.stats_doc()["total_points"] - mid <= 2
+    assert store.get_thread(changed.id) == changed
+    assert store.get_thread(d_changed.id) == d_changed
+    assert report.counts["updated"] == 2
+
+
+def test_502_halves_page_size_and_remembers_it(store: Store, corpus) -> None:  # noqa: ANN001
+    repo = next(iter(corpus.repos_meta))
+    threads = [t for t in corpus.threads if t.repo == repo]
+    with FakeGitHubThread(threads, corpus.repos_meta, faults=Faults(heavy_502_nodes=4000)) as srv:
+        report = mine(store, srv.url, [repo])
+        assert srv.state.stats.faults["heavy_502"] >= 2
+    assert report.counts["page_halvings"] >= 2
+    assert_same_corpus(store, threads)
+    cp = store.get_checkpoint(repo, "issue")
+    assert cp is not None and cp.complete and cp.page_size is not None and cp.page_size * 201 <= 4000
+
+
+@pytest.mark.parametrize("faults", [
+    Faults(seed=1, fail_first=3),
+    Faults(seed=2, p_reset=0.2),
+    Faults(seed=3, p_truncated=0.2),
+    Faults(seed=4, p_secondary=0.2, retry_after_s=0),
+    Faults(seed=5, p_secondary=0.2, retry_after_s=None, secondary_status=429),
+    Faults(seed=6, p_502=0.05, p_secondary=0.02, retry_after_s=0),
+], ids=["502-first", "reset", "truncated", "secondary-retry-after", "secondary-429-no-header", "mixed-5pct"])
+def test_faults_are_survived_with_nothing_missing(store: Store, corpus, faults: Faults) -> None:  # noqa: ANN001
+    with FakeGitHubThread(corpus.threads, corpus.repos_meta, tokens=TOKENS, faults=faults) as srv:
+        report = mine(store, srv.url, list(corpus.repos_meta))
+        injected = sum(srv.state.stats.faults.values())
+    assert injected > 0
+    assert report.counts["failed"] == 0
+    assert_same_corpus(store, corpus.threads)
+
+
+def test_exhausted_budget_rate_limited_waits_for_reset(store: Store, corpus) -> None:  # noqa: ANN001
+    repo = next(iter(corpus.repos_meta))
+    threads = [t for t in corpus.threads if t.repo == repo]
+    with FakeGitHubThread(threads, corpus.repos_meta, tokens=TOKENS[:1],
+                          faults=Faults(budget=3, window_s=1.0)) as srv:
+        report = mine(store, srv.url, [repo], tokens=SECRETS[:1])
+        assert srv.state.stats.rate_limited >= 1
+    assert report.counts["rate_limited"] >= 1
+    assert_same_corpus(store, threads)
+
+
+def test_pool_prefers_token_with_budget(store: Store, corpus) -> None:  # noqa: ANN001
+    with FakeGitHubThread(corpus.threads, corpus.repos_meta, tokens=TOKENS) as srv:
+        mine(store, srv.url, list(corpus.repos_meta))
+        per_token = srv.state.stats_doc()["points"]
+    assert set(per_token) == {"token #1", "token #2"}
+    assert abs(per_token["token #1"] - per_token["token #2"]) <= 3
+
+
+def test_bad_token_names_position_not_value(store: Store, corpus) -> None:  # noqa: ANN001
+    from reprodiag.config import Secret
+
+    bad = [SECRETS[0], Secret("sekrit-wrong-999", "token #2")]
+    with FakeGitHubThread(corpus.threads, corpus.repos_meta, tokens=TOKENS[:1]) as srv:
+        with pytest.raises(UserError) as err:
+            mine(store, srv.url, list(corpus.repos_meta), tokens=bad,
+                 settings=ClientSettings(concurrency=1, floor=0, backoff_s=0.01))
+    msg = str(err.value)
+    assert "token #2" in msg and "401" in msg and "sekrit" not in msg and "\n" not in msg
+
+
+def test_missing_and_disabled_repos_are_skipped(store: Store, corpus) -> None:  # noqa: ANN001
+    repo = next(iter(corpus.repos_meta))
+    threads = [t for t in corpus.threads if t.repo == repo]
+    meta = {repo: {}, "gone/away": {"missing": True}, "quiet/repo": {"has_issues": False, "has_discussions": False}}
+    with FakeGitHubThread(threads, meta) as srv:
+        report = mine(store, srv.url, [repo, "gone/away", "quiet/repo"])
+    st = {r["repo"]: r for r in store.repo_status()}
+    assert st["gone/away"]["status"] == "skipped" and "not found" in st["gone/away"]["last_error"]
+    assert st["quiet/repo"]["status"] == "skipped" and "issues disabled" in st["quiet/repo"]["last_error"]
+    assert st[repo]["status"] == "done"
+    assert report.counts["skipped"] == 2 and report.counts["done"] == 1
+    status = mine_status(store)
+    assert status.counts["skipped"] == 2 and any("gone/away: skipped" in n for n in status.notes)
+
+
+def test_odd_bodies_stored_intact(store: Store) -> None:
+    threads = odd_threads()
+    with FakeGitHubThread(threads) as srv:
+        mine(store, srv.url, ["odd/bodies"])
+    assert_same_corpus(store, threads)
+    assert store.get_thread("odd/bodies#1").body == ""
+    assert len(store.get_thread("odd/bodies#2").comments[0].body) == 200_000
+
+
+def test_no_token_is_a_user_error(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("GITHUB_TOKENS", raising=False)
+    with pytest.raises(UserError, match="no GitHub token"):
+        mine(store, "http://127.0.0.1:9", ["a/b"], tokens=None)
+
+
+def test_estimate_uses_counts_query_without_mining(store: Store, corpus) -> None:  # noqa: ANN001
+    with FakeGitHubThread(corpus.threads, corpus.repos_meta) as srv:
+        rep = estimate(store, repos=list(corpus.repos_meta), include_prs=True, api="graphql", tokens_n=None,
+                       token_file=None, api_url=srv.url, tokens=SECRETS)
+        assert srv.state.stats.graphql_requests == 1  # one aliased totalCount query for 3 repositories
+    assert rep.counts["threads"] == len(corpus.threads)
+    assert rep.counts["expected_points"] >= 3
+    assert store.count("threads") == 0
+
+
+def _export(ws: Path) -> str:
+    s = Store(ws)
+    try:
+        return "\n".join(sorted(t.model_dump_json() for t in s.iter_threads()))
+    finally:
+        s.close()
+
+
+def test_sigkill_and_rerun_equals_clean_run(tmp_path: Path, corpus) -> None:  # noqa: ANN001
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPRODIAG_", "GITHUB_TOKEN"))}
+    env["GITHUB_TOKEN"] = TOKENS[0]
+    repos = list(corpus.repos_meta)
+
+    def cmd(ws: Path, url: str) -> list[str]:
+        args = [sys.executable, "-m", "reprodiag", "-q", "-w", str(ws), "mine", "--api-url", url,
+                "--include-prs", "--concurrency", "2"]
+        for r in repos:
+            args += ["--repos", r]
+        return args
+
+    with FakeGitHubThread(corpus.threads, corpus.repos_meta, tokens=TOKENS, latency_ms=60) as srv:
+        clean = tmp_path / "clean"
+        done = subprocess.run(cmd(clean, srv.url), env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        killed = tmp_path / "killed"
+        for delay in (1.2, 1.8):
+            proc = subprocess.Popen(cmd(killed, srv.url), env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            deadline = time.time() + delay + 30
+            while time.time() < deadline:
+                if (killed / "reprodiag.sqlite").exists() and Store(killed).count("threads") > 0:
+                    break
+                time.sleep(0.05)
+            time.sleep(delay / 4)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        partial = Store(killed).count("threads")
+        again = subprocess.run(cmd(killed, srv.url), env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+                               timeout=300)
+        assert again.returncode == 0, again.stderr[-2000:]
+    assert 0 < partial
+    assert _export(killed) == _export(clean)
+    assert _export(clean).count("\n") + 1 == len(corpus.threads)

@@ -1,0 +1,196 @@
+"""reprodiag build: SFT/DPO/eval datasets from a hand-made workspace."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+from datasets import load_from_disk
+
+from reprodiag.build import carve_eval, dpo_row, eval_eligible, run_build
+from reprodiag.errors import UserError
+from reprodiag.schema import ERROR_TYPES, EvalItem, Hypothesis
+from reprodiag.store import Store
+from tests.eval_diagnosis.corpus import SECRET, make_records, make_workspace
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_workspace(tmp_path_factory.mktemp("build"))
+
+
+@pytest.fixture(scope="module")
+def out(ws: Path) -> Path:
+    target = ws.parent / "out"
+    with Store(ws) as s:
+        report = run_build(s, target, per_type_min=2, per_type_max=4, seed=0, push_to_hub=None)
+    assert report.counts["kept (score)"] == 45
+    return target
+
+
+def _repos(ds: object) -> set[str]:
+    return {r for split in ds.values() for r in split["repo"]}  # type: ignore[attr-defined]
+
+
+def test_sft_is_trl_conversational(out: Path) -> None:
+    sft = load_from_disk(str(out / "sft"))
+    assert "train" in sft and sft["train"].num_rows > 0
+    for split in sft.values():
+        for row in split:
+            roles = [m["role"] for m in row["messages"]]
+            assert roles == ["system", "user", "assistant"]
+            assert all(m["content"].strip() for m in row["messages"])
+            assert row["error_type"] in (*ERROR_TYPES, "other")
+            assert 0 < row["weight"] <= 1
+            assert isinstance(row["verified"], bool)
+            assert row["thread_id"].startswith(row["repo"] + "#")
+    rows = [r for s in sft.values() for r in s]
+    assert {r["tier"] for r in rows} <= {"current", "historical"}
+    assert any(r["weight"] < 1 for r in rows if r["tier"] == "historical")
+    assert any("Root cause:" in r["messages"][2]["content"] for r in rows)
+    assert any(r["resolution_type"] == "unresolved_valuable" for r in rows)
+
+
+def test_dpo_pairs_are_valid(out: Path) -> None:
+    dpo = load_from_disk(str(out / "dpo"))
+    rows = [r for s in dpo.values() for r in s]
+    assert rows
+    for r in rows:
+        assert [m["role"] for m in r["prompt"]] == ["system", "user"]
+        assert [m["role"] for m in r["chosen"]] == ["assistant"] == [m["role"] for m in r["rejected"]]
+        assert r["chosen"][0]["content"] != r["rejected"][0]["content"]
+    assert {r["rejected_source"] for r in rows} <= {"refuted_hypothesis", "other_error_type"}
+
+
+def test_dpo_excludes_unresolved_without_refuted_hypothesis() -> None:
+    rec = make_records(1)[0].model_copy(update={
+        "is_resolved": False, "resolution_type": "unresolved_valuable", "root_cause": None,
+        "hypothesis_chain": [Hypothesis(text="maybe the warmup", outcome="untested")]})
+    assert dpo_row(rec, confirmed_threads=set(), paper_titles={}, seed=0) is None
+    refuted = rec.model_copy(update={"hypothesis_chain": [Hypothesis(text="the seed", outcome="refuted"),
+                                                          Hypothesis(text="maybe the warmup")]})
+    pair = dpo_row(refuted, confirmed_threads=set(), paper_titles={}, seed=0)
+    assert pair is not None and "the seed" in pair["rejected"][0]["content"]
+    resolved_no_refuted = make_records(1)[0].model_copy(update={"hypothesis_chain": []})
+    pair = dpo_row(resolved_no_refuted, confirmed_threads=set(), paper_titles={}, seed=0)
+    assert pair is not None and pair["rejected_source"] == "other_error_type"
+    assert pair["chosen"] != pair["rejected"]
+
+
+def test_eval_items_and_repository_disjointness(out: Path) -> None:
+    ev = load_from_disk(str(out / "eval"))
+    assert list(ev) == ["test"]
+    items = [EvalItem.model_validate(r) for r in ev["test"]]
+    assert items and len({i.id for i in items}) == len(items)
+    per_type = Counter(i.error_type for i in items)
+    assert all(n <= 4 for n in per_type.values())
+    assert all(per_type[t] >= 2 for t in ERROR_TYPES), per_type
+    for i in items:
+        assert i.gold_root_cause and i.acceptable_directions and i.question and i.symptom
+    eval_repos = {i.source_thread.split("#")[0] for i in items}
+    train_repos = _repos(load_from_disk(str(out / "sft"))) | _repos(load_from_disk(str(out / "dpo")))
+    assert eval_repos and train_repos
+    assert not eval_repos & train_repos
+
+
+def test_parquet_matches_saved_datasets(out: Path) -> None:
+    for name in ("sft", "dpo", "eval"):
+        dd = load_from_disk(str(out / name))
+        for split, ds in dd.items():
+            df = pl.read_parquet(out / name / f"{split}.parquet")
+            assert df.height == ds.num_rows
+            assert set(df.columns) == set(ds.column_names)
+
+
+def test_card_reports_this_runs_funnel(out: Path) -> None:
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\n")
+    header = card.split("---")[1]
+    for key in ("license:", "task_categories:", "pretty_name:", "configs:", "path: sft/train.parquet",
+                "path: eval/test.parquet"):
+        assert key in header
+    sft_n = sum(ds.num_rows for ds in load_from_disk(str(out / "sft")).values())
+    assert "| kept (score) | 45 |" in card
+    assert f"| sft rows | {sft_n} |" in card
+    assert "GitHub Terms of Service" in card and "historical" in card
+
+
+def test_no_secret_or_login_in_any_output(out: Path) -> None:
+    for f in out.rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert SECRET.encode() not in data, f
+            assert b"alice-asker" not in data, f
+
+
+def test_filtered_tier_and_dropped_records_excluded(out: Path) -> None:
+    sft = load_from_disk(str(out / "sft"))
+    ids = {t for s in sft.values() for t in s["thread_id"]}
+    assert "lab01/paper-01#3" not in ids  # filtered tier
+    assert "lab00/paper-00#99" not in ids  # dropped by scoring
+
+
+def test_rebuild_replaces_atomically_and_is_deterministic(ws: Path, tmp_path: Path) -> None:
+    target = tmp_path / "o"
+    with Store(ws) as s:
+        run_build(s, target, per_type_min=2, per_type_max=4, seed=3, push_to_hub=None)
+        first = {p.relative_to(target): pl.read_parquet(p) for p in target.rglob("*.parquet")}
+        (target / "stale.txt").write_text("x")
+        (tmp_path / ".o.building-999").mkdir()  # left over by a killed build
+        run_build(s, target, per_type_min=2, per_type_max=4, seed=3, push_to_hub=None)
+    assert not (target / "stale.txt").exists()
+    assert not list(tmp_path.glob(".o.*"))
+    second = {p.relative_to(target): pl.read_parquet(p) for p in target.rglob("*.parquet")}
+    assert first.keys() == second.keys()
+    for k in first:
+        assert first[k].equals(second[k]), k
+
+
+def test_refuses_to_replace_foreign_directory(ws: Path, tmp_path: Path) -> None:
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "thesis.tex").write_text("precious")
+    with Store(ws) as s, pytest.raises(UserError, match="not a previous reprodiag build"):
+        run_build(s, target, per_type_min=1, per_type_max=2, seed=0, push_to_hub=None)
+    assert (target / "thesis.tex").read_text() == "precious"
+
+
+def test_push_to_hub_needs_token(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with Store(ws) as s, pytest.raises(UserError, match="HF_TOKEN"):
+        run_build(s, tmp_path / "x", per_type_min=1, per_type_max=2, seed=0, push_to_hub="org/name")
+    assert not (tmp_path / "x").exists()
+
+
+def test_small_corpus_takes_what_exists_and_says_so(ws: Path, tmp_path: Path) -> None:
+    with Store(ws) as s:
+        rep = run_build(s, tmp_path / "o", per_type_min=20, per_type_max=40, seed=0, push_to_hub=None)
+    assert any("small corpus" in n for n in rep.notes)
+    assert "Small corpus" in (tmp_path / "o" / "README.md").read_text(encoding="utf-8")
+    assert rep.counts["sft rows"] > 0  # eval never swallows the whole corpus
+
+
+def test_carve_eval_limits_and_disjointness() -> None:
+    recs = make_records(15)
+    carve = carve_eval(recs, per_type_min=1, per_type_max=2, seed=1)
+    assert {r.repo for r in carve.eval_records} <= carve.eval_repos
+    assert not carve.eval_repos & {r.repo for r in carve.train_records}
+    assert len(carve.train_records) + len(carve.eval_records) + len(carve.held_out) == len(recs)
+    assert all(eval_eligible(r) for r in carve.eval_records)
+    assert max(Counter(r.error_type for r in carve.eval_records).values()) <= 2
+    assert not carve.shortfall
+
+
+def test_cli_build_and_bad_flags(ws: Path, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    proc = cli("build", "-o", str(tmp_path / "cli-out"), "--per-type-min", "1", "--per-type-max", "3",
+               workspace=ws)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "cli-out" / "eval" / "test.parquet").exists()
+    bad = cli("build", "-o", str(tmp_path / "b"), "--per-type-min", "5", "--per-type-max", "2", workspace=ws)
+    assert bad.returncode == 2 and "per-type-min" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    rep = json.loads(cli("-q", "build", "-o", str(tmp_path / "cli-out"), workspace=ws).stdout)
+    assert rep["stage"] == "build"

@@ -1,0 +1,105 @@
+"""Fixtures for the sandbox tests: a bwrap backend (skipped with the reason when
+bwrap cannot run), a loopback TCP server, and a tiny case-directory factory."""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox.backends.base import StepRequest
+from sandbox.backends.bwrap import BwrapBackend, bwrap_status
+
+
+@pytest.fixture(scope="session")
+def bwrap_ok() -> None:
+    ok, why = bwrap_status()
+    if not ok:
+        pytest.skip(f"bwrap cannot run here: {why}")
+
+
+@pytest.fixture
+def bwrap(bwrap_ok: None, tmp_path: Path) -> BwrapBackend:
+    return BwrapBackend(tmp_path / "scratch")
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    w = tmp_path / "work"
+    w.mkdir()
+    return w
+
+
+@pytest.fixture
+def step(workdir: Path) -> Callable[..., StepRequest]:
+    def make(command: str, **kw: object) -> StepRequest:
+        kw.setdefault("timeout_s", 30)
+        kw.setdefault("phase", "before")
+        return StepRequest(command=command, workdir=workdir, **kw)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP server on 127.0.0.1 that records what each connection sends."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    got: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    got.append(conn.recv(1024))
+                except OSError:
+                    got.append(b"")
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield srv.getsockname()[1], got
+    stop.set()
+    t.join(2)
+    srv.close()
+
+
+CaseFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def make_case(tmp_path: Path) -> CaseFactory:
+    """Write ``<tmp>/<id>/case.toml`` plus ``repo/`` files; returns the TOML path.
+
+    ``files`` maps repo-relative paths to contents; ``body`` is TOML appended
+    after the header (must hold [run] and [fix]).
+    """
+
+    def make(case_id: str, body: str, *, files: dict[str, str] | None = None, paper: float = 1.0,
+             reported: float | None = None, extra: str = "") -> Path:
+        d = tmp_path / "cases" / case_id
+        (d / "repo").mkdir(parents=True, exist_ok=True)
+        for rel, content in (files or {}).items():
+            p = d / "repo" / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(content)
+        head = f'id = "{case_id}"\npaper_value = {paper}\n'
+        if reported is not None:
+            head += f"reported_value = {reported}\n"
+        head += extra + '\n[source]\npath = "repo"\n'
+        (d / "case.toml").write_text(head + textwrap.dedent(body))
+        return d / "case.toml"
+
+    return make

@@ -1,0 +1,173 @@
+"""Hostile-code probes against the bwrap backend (skipped with the reason only if bwrap cannot run)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from reprodiag.schema import LimitsSpec
+from sandbox.backends.base import StepRequest
+from sandbox.backends.bwrap import BwrapBackend
+from sandbox.limits import cgroup_mode
+from sandbox.pipeline import run_replay
+
+Step = Callable[..., StepRequest]
+
+
+def procs_with(marker: str) -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(marker in part for part in (p.info["cmdline"] or [])):
+                out.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+def test_runs_with_the_project_interpreter(bwrap: BwrapBackend, step: Step) -> None:
+    r = bwrap.run(step("python -c 'import sys, numpy; print(sys.prefix); print(numpy.__name__)'; id -u"))
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.split() == [sys.prefix, "numpy", "1000"]
+
+
+def test_no_network_to_a_host_loopback_server(bwrap: BwrapBackend, step: Step,
+                                              loopback_server: tuple[int, list[bytes]]) -> None:
+    port, got = loopback_server
+    probe = (f"python -c \"import socket; s = socket.create_connection(('127.0.0.1', {port}), timeout=3); "
+             f"s.sendall(b'leak'); print('connected')\"")
+    r = bwrap.run(step(probe))
+    assert r.exit_code != 0
+    assert "connected" not in r.stdout
+    time.sleep(0.3)
+    assert b"leak" not in got
+    # control: the setup phase may ask for the network, and then the same probe connects
+    r = bwrap.run(step(probe, network=True, phase="setup"))
+    assert "connected" in r.stdout, r.stderr
+    deadline = time.time() + 3
+    while b"leak" not in got and time.time() < deadline:
+        time.sleep(0.05)
+    assert b"leak" in got
+
+
+def test_writes_outside_the_work_dir_fail(bwrap: BwrapBackend, step: Step, tmp_path: Path, workdir: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    targets = [str(outside), "/usr/pwned", "/etc/pwned", f"{sys.prefix}/pwned", "/pwned", "/root/pwned",
+               f"{Path(sys.executable).resolve().parent}/pwned"]
+    script = "; ".join(f"(echo x > {t}) 2>/dev/null && echo WROTE {t}" for t in targets)
+    r = bwrap.run(step(script + "; echo ok > inside.txt; echo done"))
+    assert "WROTE" not in r.stdout, r.stdout
+    assert "done" in r.stdout
+    assert not outside.exists()
+    for t in targets[1:]:
+        assert not Path(t).exists()
+    assert (workdir / "inside.txt").read_text() == "ok\n"  # control: the work dir is writable
+
+
+def test_host_secrets_are_invisible(bwrap: BwrapBackend, step: Step, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = {"GITHUB_TOKEN": "ghp_secretvalue1234567890", "OPENAI_API_KEY": "sk-secretvalue0987654321",
+               "ANTHROPIC_API_KEY": "sk-ant-secretvalue", "AWS_SECRET_ACCESS_KEY": "awssecretvalue"}
+    for k, v in secrets.items():
+        monkeypatch.setenv(k, v)
+    r = bwrap.run(step("env; cat /proc/self/environ; cat /proc/1/environ"))
+    assert r.exit_code == 0
+    for k, v in secrets.items():
+        assert k not in r.stdout and v not in r.stdout
+
+
+def test_fork_bomb_is_contained(bwrap: BwrapBackend, step: Step) -> None:
+    marker = "forkbomb-7f3a"
+    bomb = (f"python -c \"import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n"
+            f"        time.sleep(0.01)\" {marker}")
+    start = time.monotonic()
+    r = bwrap.run(step(bomb, timeout_s=4, limits=LimitsSpec(pids=32)))
+    assert r.timed_out and r.exit_code is None
+    assert time.monotonic() - start < 30
+    if r.limiter.startswith("cgroup"):
+        assert r.pids_limited
+    time.sleep(0.2)
+    assert procs_with(marker) == []
+    assert subprocess.run(["true"]).returncode == 0  # the host can still fork
+
+
+def test_memory_hog_is_killed(bwrap: BwrapBackend, step: Step) -> None:
+    hog = "python -c \"x = bytearray(600 * 1024 * 1024); x[::4096] = b'1' * len(x[::4096]); print('survived')\""
+    r = bwrap.run(step(hog, limits=LimitsSpec(memory_mb=128)))
+    assert r.exit_code != 0
+    assert "survived" not in r.stdout
+    if r.limiter.startswith("cgroup"):
+        assert r.oom_killed
+
+
+def test_infinite_loop_killed_at_timeout_with_no_child_left(bwrap: BwrapBackend, step: Step) -> None:
+    marker = "4242.1717"
+    r = bwrap.run(step(f"sleep {marker} & (setsid sleep {marker} &) ; nohup sleep {marker} >/dev/null 2>&1 & "
+                       "while :; do :; done", timeout_s=1.5))
+    assert r.timed_out and r.exit_code is None
+    assert 1.4 < r.duration_s < 15
+    deadline = time.time() + 3
+    while procs_with(marker) and time.time() < deadline:
+        time.sleep(0.05)
+    assert procs_with(marker) == []
+    assert r.leftover == 0
+
+
+def test_proc_of_the_host_is_not_visible(bwrap: BwrapBackend, step: Step) -> None:
+    marker_proc = subprocess.Popen(["sleep", "31.4159"])
+    try:
+        r = bwrap.run(step('M=31; grep -l "${M}.4159" /proc/[0-9]*/cmdline; ls /proc | grep -c "^[0-9]"; '
+                           f"test -e /proc/{os.getpid()}/cmdline && echo 'SEES''-HOST'; cat /proc/1/cmdline"))
+    finally:
+        marker_proc.kill()
+        marker_proc.wait()
+    lines = r.stdout.split("\n")
+    assert not any("/cmdline" in ln for ln in lines[:1])
+    assert int(lines[0]) < 10            # only the sandbox's own few processes
+    assert "SEES-HOST" not in r.stdout or os.getpid() < 10
+    assert "bwrap" in r.stdout or "sh" in r.stdout
+
+
+def test_symlinks_in_the_case_repo_cannot_reach_host_files(bwrap_ok: None, make_case: Callable[..., Path],
+                                                           tmp_path: Path) -> None:
+    host_secret = tmp_path / "host_secret.txt"
+    host_secret.write_text("TOP-SECRET-HOST-DATA\n")
+    case = make_case(
+        "symlinks",
+        """
+        [run]
+        command = "cat passwd_link; cat secret_link; cat home_link/.bashrc; echo x >> secret_link; echo x > etc_dir/pwned; echo 'score 1.0'"
+        metric_regex = 'score ([0-9.]+)'
+        [fix]
+        command = "true"
+        """,
+    )
+    repo = case.parent / "repo"
+    os.symlink("/etc/passwd", repo / "passwd_link")
+    os.symlink(host_secret, repo / "secret_link")
+    os.symlink(os.path.expanduser("~"), repo / "home_link")
+    os.symlink("/etc", repo / "etc_dir")
+    out = tmp_path / "v.json"
+    run_replay(None, cases=[case], backend="bwrap", output=out)
+    import json
+
+    v = json.loads(out.read_text())
+    text = " ".join(s["stdout_tail"] + s["stderr_tail"] for s in v["steps"])
+    assert "TOP-SECRET-HOST-DATA" not in text
+    host_passwd_first = Path("/etc/passwd").read_text().splitlines()[1]
+    assert host_passwd_first not in text or host_passwd_first.startswith("sandbox:")
+    assert host_secret.read_text() == "TOP-SECRET-HOST-DATA\n"
+    assert not Path("/etc/pwned").exists()
+    assert os.path.islink(repo / "secret_link")  # the case's own tree is untouched
+
+
+def test_limits_use_cgroups_when_the_host_allows() -> None:
+    mode = cgroup_mode()
+    assert mode.kind in ("v1", "v2", "none")
+    assert mode.reason

@@ -1,0 +1,103 @@
+"""The vectorized polars path and the per-record path give identical results."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from reprodiag.redact import redact_record
+from reprodiag.schema import ERROR_TYPES, Record
+from scoring.bench import run_bench, synthetic_frame
+from scoring.config import ScoreConfig
+from scoring.pipeline import score_batch
+from scoring.temporal import detect_versions, record_text
+from scoring.vectorized import (
+    records_to_frame,
+    redact_frame,
+    score_frame,
+    version_text_expr,
+    versions_as_dicts,
+    versions_frame,
+)
+
+GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+SNIPPETS = [
+    "", "torch==1.{v}.0 and CUDA 10.2", "PyTorch 1.12, python3.8", "TF 1.x", "tensorflow-gpu 1.15 cuDNN 7.6.5",
+    "torch 1.8.1+cu111", "@alice-w can you check", "ask bobmaint about it", "mail me at x.y@uni.edu",
+    "see /home/jdoe/run and C:\\Users\\jdoe\\x", f"token={GH}", "api_token = 'Zx8Kq2LmP9vR4tW7nB3c'",
+    "server 192.168.3.4, cuDNN 8.9.2.26", "@stranger and @alice-w.", "after upgrading torch the default changed",
+    "It would be nice to add support for JAX", "pip install fails with no module named apex",
+    "On Tue, Mar 3, 2020 at 10:00 AM Z <z@y.org> wrote:\n> quoted", "复现 指标对不上 İstanbul",
+]
+
+
+def _sample(make_record: Callable[..., Record], n: int = 160) -> list[Record]:
+    rng = random.Random(11)
+    out = []
+    for i in range(n):
+        def pick() -> str:
+            return rng.choice(SNIPPETS).format(v=rng.randrange(13))
+        out.append(make_record(
+            i, error_type=rng.choice([*ERROR_TYPES, "other"]), year=rng.randrange(2015, 2026),
+            comments=rng.randrange(0, 6), reactions=rng.randrange(0, 8), referenced=rng.random() < 0.2,
+            has_answer=rng.random() < 0.1, state=rng.choice(["open", "closed"]), is_resolved=rng.random() < 0.6,
+            has_code_snippet=rng.random() < 0.5, bot_only=rng.random() < 0.05, is_reproduction=rng.random() < 0.9,
+            labels=rng.choice([[], ["bug"], ["enhancement"], ["installation"]]),
+            paper=rng.choice([None, 81.8]), obtained=rng.choice([None, 79.1]),
+            resolution_type=rng.choice(["resolved", "unresolved", "unresolved_valuable"]),
+            diagnostic_depth=rng.randrange(0, 6),
+            problem_statement=f"{pick()} Record {i} {pick()}", environment=pick(), tried=pick(),
+            root_cause=rng.choice([None, pick()]), resolution=rng.choice([None, pick()]),
+            hypotheses=[pick(), pick()],
+        ))
+    return out
+
+
+def test_score_tier_and_weight_identical(make_record: Callable[..., Record]) -> None:
+    recs = _sample(make_record)
+    cfg = ScoreConfig(threshold=5, dedup=False)
+    per_record = score_batch(recs, cfg).records
+    frame = score_frame(records_to_frame(recs), cfg).collect()
+    for r, row in zip(per_record, frame.iter_rows(named=True), strict=True):
+        assert (r.quality.score, r.quality.drop_reason, r.quality.keep) == (row["score"], row["drop_reason"],
+                                                                           row["keep"]), r.thread_id
+        assert r.quality.components == {k: row[f"c_{k}"] for k in r.quality.components}
+        assert (r.temporal_tag.tier, r.temporal_tag.weight, r.temporal_tag.still_relevant,
+                r.temporal_tag.historical_value) == (row["tier"], row["weight"], row["still_relevant"],
+                                                     row["historical_value"])
+    assert {row["drop_reason"] for row in frame.iter_rows(named=True)} >= {
+        None, "low_quality", "not_reproduction", "no_replies", "feature_request", "environment_setup",
+        "temporal_filtered"}
+
+
+def test_versions_identical(make_record: Callable[..., Record]) -> None:
+    recs = _sample(make_record)
+    df = records_to_frame(recs)
+    vec = versions_as_dicts(versions_frame(version_text_expr(), df), len(recs))
+    assert vec == [detect_versions(record_text(r)) for r in recs]
+    assert sum(1 for v in vec if v) > 40
+
+
+def test_redaction_identical(make_record: Callable[..., Record]) -> None:
+    recs = _sample(make_record)
+    red, counts = redact_frame(records_to_frame(recs))
+    for i, r in enumerate(recs):
+        rr, _ = redact_record(r)
+        assert red["problem_statement"][i] == rr.problem_statement
+        assert red["hypotheses"][i].to_list() == [h.text for h in rr.hypothesis_chain]
+        for f in ("root_cause", "resolution", "environment", "tried"):
+            assert red[f][i] == getattr(rr, f), (r.thread_id, f)
+    assert counts["GITHUB_TOKEN"] > 0 and counts["USER"] > 0 and counts["IP"] > 0
+    assert GH not in str(red.to_dicts())
+
+
+def test_bench_runs_on_a_small_n() -> None:
+    report = run_bench(n=3000)
+    c = report.counts
+    assert c["records"] == 3000 and 0 < c["kept_before_dedup"] < 3000
+    assert c["near_duplicates"] > 0 and c["redacted"] > 0 and c["peak_rss_mb"] > 0
+    assert "records/s" in report.notes[0]
+
+
+def test_synthetic_frame_is_deterministic() -> None:
+    assert synthetic_frame(500, seed=2).equals(synthetic_frame(500, seed=2))
