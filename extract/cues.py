@@ -97,6 +97,14 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
            r"gt (?:boxes|bbox)|ground[- ]truth (?:boxes|bbox\w*)|use_gt_bbox|(?:val|validation|dev) (?:vs\.?|instead "
            r"of|not) (?:the )?test|test-dev|test-std|evaluated? (?:on|against) (?:the )?(?:val|validation|test|dev)|"
            r"checkpoint (?:averag\w*|selection)|(?:best|last|final) checkpoint|\bensembl\w*|\btop-?k\b accuracy|"
+           r"reported (?:on|for) (?:the )?(?:test|val\w*|dev)|(?:test|evaluation|eval|leaderboard) server|codalab|"
+           r"(?:iou|confidence|score|detection) threshold|maxdets|k-fold|cross-validation|per-(?:class|image|sample|"
+           r"instance|query)|(?:class|sample|image|instance|token|sentence|corpus)[- ](?:wise|level) (?:averag\w*|"
+           r"mean|metric|score|bleu|accuracy)|(?:mean|averag\w*) over (?:the )?(?:classes|images|samples|queries|"
+           r"episodes|sentences|tokens)|(?:normali[sz]ed|standardi[sz]ed|z-scored|original|real-unit|raw) (?:scale|"
+           r"units?|values?|scores?|returns?)|inverse[_ ]transform|denormali[sz]\w*|(?:nucleus|top-p|greedy|beam) "
+           r"(?:decoding|sampling)|number of (?:samples|generations) per|\bpass@k\b|the way (?:we|you|they) "
+           r"(?:compute|measure|evaluate|report)|how (?:we|you|they|the paper) (?:compute|measure|evaluate|report)|"
            r"评估脚本|评测脚本|评测|评估方式|测试脚本|测试方式|后处理|阈值|指标计算|评价指标|官方评测"),
         _c(r"\bevaluat\w*|\bmetrics?\b|\bscoring\b|\bdecod\w*|\bflip\b|multi-scale|\btest set\b|\baliases\b|"
            r"\bprotocol\b|\bscore\b|评估|测试"),
@@ -106,7 +114,8 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
         _c(r"\b" + _LIBS + r"[ =v@-]{0,3}(?:version\s*)?\d+\.\d+|(?:library|package|framework|dependency|"
            r"dependencies|software) versions?|\bversions? (?:of|mismatch|difference|change)|(?:newer|older|later|"
            r"earlier|latest|recent|new|old|different) (?:version|release)s?|(?:upgrad|downgrad)(?:e|ed|es|ing)|"
-           r"updat(?:e|ed|ing) (?:to|from) (?:version |v)?\d|changed (?:the |its |their )?defaults?|default (?:\w+ )?"
+           r"updat(?:e|ed|ing) (?:to|from) (?:version |v)?\d|(?:updat|upgrad|downgrad|switch)(?:e|ed|es|ing)? "
+           r"(?:the |my |our )?" + _LIBS + r"\b|\b" + _LIBS + r" (?:update|upgrade|downgrade|release)|changed (?:the |its |their )?defaults?|default (?:\w+ )?"
            r"(?:has |was )?changed|defaults? (?:changed|differ\w*|is different)|changed from \w+ to \w+|behaviou?r "
            r"(?:changed|change|differs)|deprecat\w*|breaking change|api change|release notes|changelog|==\s?\d|"
            r">=\s?\d|\bpin(?:ned|ning)? (?:the )?(?:version|to)|\bin (?:version |v)\d+\.\d+|since (?:version |v)?"
@@ -129,6 +138,18 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
     ),
 )
 CAUSE_CUES: dict[str, CueFamily] = {f.name: f for f in CAUSE_FAMILIES}
+
+#: A clause about test time: its data-processing cues (resize, crop, normalisation, split) describe the
+#: evaluation protocol, not the training data.
+TEST_TIME = re.compile(
+    r"\bat test|test[- ]time|during (?:test|eval|inference|validation)|(?:for|at|in) (?:eval\w*|testing|inference)\b|"
+    r"when (?:evaluating|testing)|eval(?:uation)? (?:transforms?|pipeline)|test (?:transforms?|pipeline)|"
+    r"测试时|评估时|推理时")
+#: A clause that says a library changed: the version change explains whatever it changed (resize, init, ...).
+LIBRARY_CHANGE = re.compile(
+    r"changed (?:the |its |their )?defaults?|default (?:\w+ )?(?:has |was )?changed|changed from \w+ to|"
+    r"(?:upgrad|downgrad)(?:e|ed|ing)|\bin (?:version |v)?\d+\.\d+|since (?:version |v)?\d+\.\d+|"
+    r"behaviou?r (?:changed|change|differs)|deprecat|默认值|版本")
 
 #: A cue ruled out by the words just before it ("not the lr", "I already use warmup").
 NEGATED_LEFT = re.compile(

@@ -28,8 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extract.base import Extractor
-from extract.cues import ACK, CAUSAL, CAUSE_CUES, CONFIRM, FIX, HYPOTHESIS, REFUTE, TYPE_ORDER
+from extract.causetype import cause_scores, decide_type
+from extract.cues import CAUSAL, CONFIRM, FIX, HYPOTHESIS
 from extract.evidence import ThreadIndex, check_evidence
+from extract.exchange import Exchange, read_exchange, resolution_type
 from extract.relevance import content_positive
 from extract.symptom import SymptomFound, find_symptom
 from extract.threadinfo import environment, paper_mention, thread_stats, tried_quotes
@@ -58,48 +60,18 @@ class _Hyp:
     types: tuple[str, ...]
 
 
-def _cause_types(text: str) -> dict[str, int]:
-    out = {}
-    for name, rx in CAUSE_CUES.items():
-        n = len(rx.findall(text))
-        if n:
-            out[name] = min(n, 3)
-    return out
+def _cause_types(text: str) -> dict[str, float]:
+    """Types whose cues score positively in ``text``."""
+    return {t: v for t, v in cause_scores(text.lower()).items() if v > 0}
 
 
-def confirms(post: Post) -> bool:
-    """The post agrees that the previous explanation was right: a clear confirmation, or thanks/closing
-    with nothing refuting it."""
-    body = post.body
-    if CONFIRM.search(body) and not REFUTE.search(body[:200]):
-        return True
-    return bool(ACK.search(body)) and not REFUTE.search(body)
-
-
-def _next_asker_post(ps: list[Post], after: int) -> Post | None:
-    for p in ps[after + 1:]:
-        if p.is_bot:
-            continue
-        if p.is_asker:
-            return p
-    return None
-
-
-def _hypotheses(ps: list[Post]) -> list[_Hyp]:
+def _hypotheses(ps: list[Post], ex: Exchange) -> list[_Hyp]:
     out: list[_Hyp] = []
     seen: set[str] = set()
     for p in ps[1:]:
         if p.is_asker or p.is_bot:
             continue
-        reply = _next_asker_post(ps, p.index)
-        outcome = "untested"
-        if p.is_answer:
-            outcome = "confirmed"
-        elif reply is not None:
-            if confirms(reply):
-                outcome = "confirmed"
-            elif REFUTE.search(reply.body):
-                outcome = "refuted"
+        outcome = "confirmed" if p.index in ex.confirmed else "refuted" if p.index in ex.refuted else "untested"
         n = 0
         for s in sentences(p.body, p.comment_id):
             if len(s.text) > MAX_SENTENCE or not HYPOTHESIS.search(s.text):
@@ -120,7 +92,7 @@ def _hypotheses(ps: list[Post]) -> list[_Hyp]:
 
 def _pick_sentence(text: str, cid: str | None, prefer: tuple[str, ...] = ()) -> str | None:
     """The most explanatory sentence of a post: causal + cause cue, then cause cue, then causal."""
-    best: tuple[int, str] | None = None
+    best: tuple[float, str] | None = None
     for s in sentences(text, cid):
         if len(s.text) > MAX_SENTENCE:
             continue
@@ -138,74 +110,21 @@ def _fix_sentence(text: str, cid: str | None) -> str | None:
     for s in ss:
         if FIX.search(s) and _cause_types(s):
             return s
-    return next((s for s in ss if CONFIRM.search(s)), None)
+    return next((s for s in ss if CONFIRM.search(s.lower())), None)
 
 
-@dataclass(frozen=True)
-class _Exchange:
-    """The confirming exchange: the reply that was confirmed and the post that confirmed it."""
-
-    cause: Post | None
-    confirmation: Post | None
-    maintainer_explanation: Post | None
-
-
-def _exchange(ps: list[Post]) -> _Exchange:
-    cause = confirmation = None
-    for p in ps[1:]:
-        if p.is_answer and not p.is_bot:
-            cause = p
-            break
-    for p in ps[1:]:
-        if not p.is_asker or p.is_bot:
-            continue
-        prev = [q for q in ps[1:p.index] if not q.is_asker and not q.is_bot]
-        if prev and confirms(p) and any(_cause_types(q.body) for q in prev):
-            confirmation = p
-            if cause is None and prev:
-                causal = [q for q in prev if _cause_types(q.body)]
-                cause = causal[-1] if causal else prev[-1]
-            break
-    expl = None
-    for p in ps[1:]:
-        if p.is_maintainer and not p.is_asker and not p.is_bot and CAUSAL.search(p.body) and _cause_types(p.body):
-            expl = p
-            break
-    return _Exchange(cause, confirmation, expl)
-
-
-def _error_type(ps: list[Post], ex: _Exchange) -> tuple[str, str | None, str | None]:
-    """(type, quote, comment id) of the strongest cause evidence."""
-    scores = dict.fromkeys(TYPE_ORDER, 0.0)
-    best_quote: dict[str, tuple[float, str, str | None]] = {}
-    for p in ps:
-        if p.is_bot:
-            continue
-        if ex.cause is not None and p.index == ex.cause.index:
-            w = 3.0
-        elif ex.confirmation is not None and p.index == ex.confirmation.index:
-            w = 2.0
-        elif p.index == 0:
-            w = 0.3
-        elif p.is_maintainer:
-            w = 1.5
-        elif p.is_asker:
-            w = 0.5
-        else:
-            w = 1.0
-        for s in sentences(p.body if p.index else p.body[:3000], p.comment_id):
-            if len(s.text) > MAX_SENTENCE:
-                continue
-            for t, n in _cause_types(s.text).items():
-                gain = w * n * (1.5 if CAUSAL.search(s.text) else 1.0)
-                scores[t] += gain
-                if t not in best_quote or gain > best_quote[t][0]:
-                    best_quote[t] = (gain, s.text, p.comment_id)
-    top = max(TYPE_ORDER, key=lambda t: (scores[t], -TYPE_ORDER.index(t)))
-    if scores[top] < 0.9:
-        return "other", None, None
-    _, q, cid = best_quote[top]
-    return top, q, cid
+def _roles(ex: Exchange) -> dict[int, float]:
+    """Post weights for :func:`decide_type` from the exchange (see extract.causetype)."""
+    roles: dict[int, float] = {i: 0.3 for i in ex.refuted}
+    for i in ex.confirmed:
+        roles[i] = 2.5
+    if ex.closing is not None and ex.cause is None:
+        roles[ex.closing] = max(roles.get(ex.closing, 0.0), 2.5)
+    if ex.cause is not None:
+        roles[ex.cause] = 3.0
+    if ex.confirmation is not None:
+        roles[ex.confirmation] = 1.5
+    return roles
 
 
 def _symptom(thread: Thread) -> tuple[SymptomFound, str | None]:
@@ -253,24 +172,28 @@ class RulesExtractor(Extractor):
         if sym.metric and sym.metric_quote:
             ev.append(Evidence(field="symptom.metric", comment_id=sym_cid,
                                quote=sym.metric_quote))
-        ex = _exchange(ps)
-        hyps = _hypotheses(ps)
+        ex = read_exchange(thread, ps, sym.paper.value if sym.paper else None,
+                           sym.obtained.value if sym.obtained else None)
+        hyps = _hypotheses(ps, ex)
         for i, h in enumerate(hyps):
             ev.append(Evidence(field=f"hypothesis_chain.{i}", comment_id=h.comment_id, quote=h.text))
-        etype, equote, ecid = _error_type(ps, ex)
-        if equote:
-            ev.append(Evidence(field="error_type", comment_id=ecid, quote=equote))
+        decision = decide_type(ps, _roles(ex))
+        etype = decision.error_type
+        if decision.quote:
+            ev.append(Evidence(field="error_type", comment_id=decision.comment_id, quote=decision.quote))
         root = resolution = None
-        root_cid = None
-        source = ex.cause or ex.maintainer_explanation
+        src_index = next((i for i in (ex.cause, ex.closing, ex.maintainer_explanation) if i is not None), None)
+        source = ps[src_index] if src_index is not None else None
         if source is not None:
             root = _pick_sentence(source.body, source.comment_id, (etype,))
-            root_cid = source.comment_id
             if root:
-                ev.append(Evidence(field="root_cause", comment_id=root_cid, quote=root))
-        confirmed = ex.confirmation is not None or (ex.cause is not None and ex.cause.is_answer)
-        for post in ([ex.cause] if confirmed else []) + [ex.confirmation]:
-            if post is not None and resolution is None:
+                ev.append(Evidence(field="root_cause", comment_id=source.comment_id, quote=root))
+        rtype = resolution_type(thread, ps, ex)
+        resolved = rtype == "resolved"
+        fix_posts = ([ps[ex.cause]] if ex.cause is not None else []) + (
+            [ps[ex.confirmation]] if ex.confirmation is not None else []) + ([source] if source else [])
+        for post in fix_posts if resolved else []:
+            if resolution is None:
                 resolution = _fix_sentence(post.body, post.comment_id)
                 if resolution:
                     ev.append(Evidence(field="resolution", comment_id=post.comment_id, quote=resolution))
@@ -286,14 +209,8 @@ class RulesExtractor(Extractor):
 
         checked = check_evidence(thread, ev, ThreadIndex.of(thread))
         bad = set(checked.failed_fields)
-        resolved = (ex.confirmation is not None or (ex.cause is not None and ex.cause.is_answer)) \
-            and "root_cause" not in bad
         depth = min(len({h.text for h in hyps}), 4) + (1 if root and "root_cause" not in bad else 0) \
             + (1 if ex.maintainer_explanation is not None else 0)
-        explained = any(not p.is_asker and not p.is_bot and p.index and CAUSAL.search(p.body) and _cause_types(p.body)
-                        for p in ps)
-        rtype = "resolved" if resolved else (
-            "unresolved_valuable" if depth >= 2 or (explained and depth >= 1) else "unresolved")
         pv = None if "symptom.paper_value" in bad or sym.paper is None else sym.paper.value
         ov = None if "symptom.obtained_value" in bad or sym.obtained is None else sym.obtained.value
         symptom = Symptom(metric=None if "symptom.metric" in bad else sym.metric, paper_value=pv,
