@@ -57,7 +57,8 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
            r"学习率|批大小|批量大小|预热|权重衰减|优化器|训练轮数|轮数|迭代次数|超参|梯度累积|训练步数|学习率调度"),
         _c(r"\biterations?\b|\biters?\b|\bsteps\b|\bupdates\b|default (?:values?|args|arguments|settings?|config)|"
            r"--[a-z][a-z0-9_-]+[ =]\d|\b[a-z]+_(?:alpha|beta|lambda|weight|coef|ratio|temp|scale)\b|\balpha\b|"
-           r"\blambda\b|\bbeta\b|\bbs\b|\bconfigs?\b|\bgpus\b|cards|步|批"),
+           r"\blambda\b|\bbeta\b|\bbs\b|\bconfigs?\b|\bgpus\b|cards|\bdefaults?\b(?! (?:\w+ )?(?:changed|behaviou?r))|"
+           r"默认|步|批"),
     ),
     CueFamily(
         "data",
@@ -105,7 +106,12 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
            r"units?|values?|scores?|returns?)|inverse[_ ]transform|denormali[sz]\w*|(?:nucleus|top-p|greedy|beam) "
            r"(?:decoding|sampling)|number of (?:samples|generations) per|\bpass@k\b|the way (?:we|you|they) "
            r"(?:compute|measure|evaluate|report)|how (?:we|you|they|the paper) (?:compute|measure|evaluate|report)|"
-           r"评估脚本|评测脚本|评测|评估方式|测试脚本|测试方式|后处理|阈值|指标计算|评价指标|官方评测"),
+           r"(?:computed|calculated|measured|evaluated|scored|averaged) (?:on|with|using|over|against|at|by|per)\b|"
+           r"\b(?:is|are|was|were) (?:computed|calculated|measured|averaged)\b|(?:ap|map|iou|ar)[@_ ]?(?:0?\.5|50|75)|"
+           r"iou ?= ?0?\.\d|(?:voc|coco)[- ]?(?:07|2007|12|2012)?[- ](?:style|metric)|11-point|interpolat\w+|"
+           r"(?:un)?cased (?:bleu|metric|evaluation|scores?)|(?:word|character|char|token|sentence|frame|video|"
+           r"segment|pixel|object|image)[- ]level (?:metric|accuracy|f1|evaluation|score|bleu|map|ap)|"
+           r"评估脚本|评测脚本|评测|评估方式|测试脚本|测试方式|后处理|阈值|指标计算|评价指标|官方评测|计算方式"),
         _c(r"\bevaluat\w*|\bmetrics?\b|\bscoring\b|\bdecod\w*|\bflip\b|multi-scale|\btest set\b|\baliases\b|"
            r"\bprotocol\b|\bscore\b|评估|测试"),
     ),
@@ -119,8 +125,8 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
            r"(?:has |was )?changed|defaults? (?:changed|differ\w*|is different)|changed from \w+ to \w+|behaviou?r "
            r"(?:changed|change|differs)|deprecat\w*|breaking change|api change|release notes|changelog|==\s?\d|"
            r">=\s?\d|\bpin(?:ned|ning)? (?:the )?(?:version|to)|\bin (?:version |v)\d+\.\d+|since (?:version |v)?"
-           r"\d+\.\d+|\bbindings\b|版本|升级|降级|默认值"),
-        _c(r"\bversions?\b|\bdefault\b|pip install|\benv(?:ironment)?s?\b|\b\d+\.\d+\.\d+\b|\b" + _LIBS + r"\b|默认"),
+           r"\d+\.\d+|\bbindings\b|版本|升级|降级|默认值(?:变|改)了"),
+        _c(r"\bversions?\b|pip install|\bconda\b|\b\d+\.\d+\.\d+\b|\b" + _LIBS + r"\b"),
     ),
     CueFamily(
         "seed_hardware",
@@ -149,7 +155,7 @@ TEST_TIME = re.compile(
 LIBRARY_CHANGE = re.compile(
     r"changed (?:the |its |their )?defaults?|default (?:\w+ )?(?:has |was )?changed|changed from \w+ to|"
     r"(?:upgrad|downgrad)(?:e|ed|ing)|\bin (?:version |v)?\d+\.\d+|since (?:version |v)?\d+\.\d+|"
-    r"behaviou?r (?:changed|change|differs)|deprecat|默认值|版本")
+    r"behaviou?r (?:changed|change|differs)|deprecat|默认值(?:变|改)了|版本(?:变|不同|升级|更新)")
 
 #: A cue ruled out by the words just before it ("not the lr", "I already use warmup").
 NEGATED_LEFT = re.compile(

@@ -4,6 +4,8 @@ Workspace mode is resumable: decisions and records are written in batches
 inside transactions; a re-run skips threads whose record exists and whose
 content hash is unchanged (the hash is kept in the cache table), so a run
 killed at any point finishes with the same result as an uninterrupted one.
+A thread rejected on one run and extracted on a later one loses its stale
+reject in the same transaction that stores its record.
 """
 
 from __future__ import annotations
@@ -76,24 +78,45 @@ def run_filter(store: Any, *, input: Path | None = None, output: Path | None = N
         return _filter_report(decisions, {"decisions": str(out)})
     if store is None:
         raise UserError("filter needs a workspace or --input")
-    decisions: list[FilterDecision] = []
-    batch: list[Thread] = []
-    for t in store.iter_threads():
-        batch.append(t)
-        if len(batch) >= BATCH:
-            got = classify(batch)
-            store.put_decisions(got)
-            decisions += got
-            batch = []
-    if batch:
-        got = classify(batch)
-        store.put_decisions(got)
-        decisions += got
+    decisions = _decide_stored(store, only_stale=False)
     outputs: dict[str, str] = {}
     if output is not None:
         _write_jsonl(output, [d.model_dump(mode="json") for d in decisions])
         outputs["decisions"] = str(output)
     return _filter_report(decisions, outputs)
+
+
+def _filter_key(tid: str) -> str:
+    return "filter-hash:" + tid
+
+
+def _decide_stored(store: Any, *, only_stale: bool) -> list[FilterDecision]:
+    """Decide stored threads in transactions of ``BATCH`` (decision + content hash together).
+
+    ``only_stale``: skip threads whose decision was made on their current content, so a filter run killed
+    part-way, or threads added or updated since, are decided on the next run."""
+    decided = {row[0] for row in store.query("SELECT thread_id FROM decisions")} if only_stale else set()
+    out: list[FilterDecision] = []
+    batch: list[Thread] = []
+
+    def flush() -> None:
+        got = classify(batch)
+        with store.transaction():
+            store.put_decisions(got)
+            for t in batch:
+                store.cache_put(_filter_key(t.id), t.content_hash())
+        out.extend(got)
+        batch.clear()
+
+    for t in store.iter_threads():
+        if only_stale and t.id in decided and store.cache_get(_filter_key(t.id)) == t.content_hash():
+            continue
+        batch.append(t)
+        if len(batch) >= BATCH:
+            flush()
+    if batch:
+        flush()
+    return out
 
 
 def _filter_report(decisions: list[FilterDecision], outputs: dict[str, str]) -> StageReport:
@@ -153,8 +176,7 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
         if no_filter:
             ids = None
         else:
-            if store.count("decisions") == 0:
-                run_filter(store)
+            _decide_stored(store, only_stale=True)
             ids = [d.thread_id for d in store.iter_decisions(only_positive=True)]
         threads = list(store.iter_threads(ids=ids)) if ids is not None else list(store.iter_threads())
         have = store.record_ids()
@@ -188,6 +210,8 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
                     store.cache_put(_hash_key(r.thread_id), by_id[r.thread_id].content_hash())
                 if new_fails:
                     store.put_rejects("extract", sorted(new_fails.items()))
+                # a thread that failed on an earlier run and now succeeded is no longer a reject
+                store.delete_rejects("extract", [r.thread_id for r in got if r.thread_id not in new_fails])
         records += got
     if file_mode:
         out = output or input.with_name("records.jsonl")

@@ -76,7 +76,8 @@ _POS: dict[str, tuple[float, re.Pattern[str]]] = {
         r"\b(?:i|we) (?:only )?(?:get|got|obtain(?:ed)?|achieve[ds]?|reach(?:ed)?|am getting|are getting|"
         r"end up with|ended up with|see|saw|observe[ds]?|measured?)\s+(?:an? |the )?(?:\w+ ){0,3}"
         r"(?:of |around |about |~|≈|[=:]\s?)?\**\d|\b(?:got|gives|gave|get|reaches|yields)\s*[:=]?\s*\**\d|\bmy (?:results?|reproduc\w*|numbers?|accuracy|score|runs?|model)\b|"
-        r"\bmy (?:re-?)?implementation\b|\bour (?:results?|reproduction)\b|我(?:的|们)?(?:结果|复现|跑|得到|测)|"
+        r"\bmy (?:re-?)?implementation\b|\bour (?:results?|reproduction)\b|\bmy (?:[\w-]+ ){1,2}(?:is|are|was|were|of|"
+        r"=|:)\s*(?:only |about |around |~)?\**\d|我(?:的|们)?(?:结果|复现|跑|得到|测)|"
         r"跑出来|得到的|测出来", _I)),
 }
 _METRIC_NUM = re.compile(
@@ -85,7 +86,8 @@ _METRIC_NUM = re.compile(
     _I,
 )
 _PAIR = re.compile(
-    r"\d+(?:\.\d+)?\s?%?\**\)?\s*[(,.;]?\s*(?:the )?(?:paper|reported|readme|model card|expected|official)"
+    r"\d+(?:\.\d+)?\s?%?(?:\s?[a-z]{1,4}\b)?\**\)?\s*[(,.;]?\s*(?:the )?(?:paper|reported|readme|model card|"
+    r"expected|official)"
     r"(?:'s)?\s*(?:says|reports|lists|is|value|number)?\s*[:=]?\s*\**\d|"
     r"\d+(?:\.\d+)?\s?%?\s*(?:vs\.?|versus|v\.s\.|compared (?:to|with)|instead of|rather than|but the paper|"
     r"while the paper|whereas|对比|而论文|但论文|，论文)\s*(?:the )?(?:paper'?s? |reported |"
@@ -102,7 +104,8 @@ _NEG: dict[str, tuple[float, re.Pattern[str]]] = {
     "no_own_run": (2.5, re.compile(
         r"\bhaven'?t (?:run|trained|tried) (?:anything|it|the code|yet)\b|\bnot trying to reproduce\b|"
         r"\bbefore i (?:start|run|begin)\b|\bwithout (?:running|training) (?:anything|it)\b|\bjust (?:noticed|curious)\b|"
-        r"\b(?:typo|mistake|inconsisten\w*) in (?:the )?(?:readme|paper|table)\b", _I)),
+        r"\b(?:typo|mistake|inconsisten\w*) in (?:the )?(?:readme|paper|table)\b|\bplan(?:ning)? to "
+        r"(?:reproduce|replicate)\b|想先|打算复现|准备复现", _I)),
     "error_trace": (1.0, re.compile(
         r"Traceback \(most recent call last\)|\b\w+(?:Error|Exception): |\bsegmentation fault\b|"
         r"\bcore dumped\b|\bthrows? an? (?:error|exception)\b|\bcrash(?:es|ed)?\b|报错|出错", _I)),
@@ -163,16 +166,53 @@ def _window(thread: Thread) -> tuple[str, str, str]:
     return thread.title + "\n" + body, head, "\n".join(comments)
 
 
-def signals(thread: Thread) -> Signals:
+#: Literal substrings of lower-cased text, one of which every match of a cue pattern contains: a pattern
+#: whose keys are all absent cannot match, so its (much slower) regex is not run. tests/extract check that
+#: the prefilter never changes a decision.
+KEYS: dict[str, tuple[str, ...]] = {
+    "repro_intent": ("reproduc", "replicat", "reach", "achieve", "match", "obtain", "get", "attain", "复现", "重现",
+                     "达不到", "跑不出"),
+    "paper_ref": ("paper", "publication", "article", "readme", "model", "table", "tab", "repo", "reported",
+                  "expected", "official", "claimed", "论文", "文章中", "原文", "报告的", "表"),
+    "gap": ("than", "match", "gap", "drop", "discrepanc", "difference", "degradation", "only", "just", "much", "far",
+            "below", "vs", "对不上", "不一致", "差距", "差了", "低于", "差很多", "相差", "只有", "只能达到", "低了"),
+    "mine": ("get", "got", "obtain", "achiev", "reach", "end", "see", "saw", "observ", "measur", "giv", "gave",
+             "yield", "my", "our", "我", "跑出来", "得到的", "测出来"),
+    "bug_report": ("reproduc", "bug", "minimal", "expected behavio"),
+    "no_own_run": ("haven", "not trying", "before i", "without", "just", "typo", "mistake", "inconsisten", "plan",
+                   "想先", "打算复现", "准备复现"),
+    "error_trace": ("traceback", "error: ", "exception: ", "segmentation fault", "core dumped", "throw", "crash",
+                    "报错", "出错"),
+    "install": ("install", "setup.py", "compil", "build", "nvcc", "driver", "cuda", "no module named",
+                "importerror", "modulenotfounderror", "undefined symbol", "dll", "docker", "windows", "安装", "编译",
+                "环境配置"),
+    "oom": ("out of memory", "oom", "显存不足", "爆显存", "内存不足"),
+    "feature": ("feature request", "please", "could you", "can you", "would you", "will you", "support for",
+                "is there", "plan", "would be", "when will", "release", "enhancement", "希望", "能否提供", "什么时候"),
+    "weights_licence": ("download", "pretrained", "pre-trained", "link", "url", "google drive", "baidu", "licen",
+                        "commercial use", "下载", "链接失效", "权重链接", "许可"),
+    "theory_question": ("which", "what", "eq", "formula", "derivation", "proof", "in section", "confused about",
+                        "公式", "推导"),
+}
+
+
+def _hit(name: str, rx: re.Pattern[str], text: str, prefilter: bool) -> bool:
+    if prefilter and not any(k in text for k in KEYS[name]):
+        return False
+    return rx.search(text) is not None
+
+
+def signals(thread: Thread, *, prefilter: bool = True) -> Signals:
+    """Cue signals of one thread. ``prefilter`` False runs every regex (same result, slower)."""
     text, head, comments = _window(thread)
     low, head_l, comments_l = text.lower(), head.lower(), comments.lower()
     names: list[str] = []
     pos = 0.0
     for name, (w, rx) in _POS_L.items():
-        if rx.search(low):
+        if _hit(name, rx, low, prefilter):
             names.append(name)
             pos += w
-        elif rx.search(comments_l):
+        elif comments_l and _hit(name, rx, comments_l, prefilter):
             names.append(name + ":comments")
             pos += w * 0.4
     if _METRIC_NUM.search(text):
@@ -187,10 +227,10 @@ def signals(thread: Thread) -> Signals:
     neg = 0.0
     numeric = "number_pair" in names or ("metric_number" in names and ("gap" in names or "mine" in names))
     for name, (w, rx) in _NEG_L.items():
-        if rx.search(head_l):
+        if _hit(name, rx, head_l, prefilter):
             names.append(name)
             neg += w
-        elif rx.search(low):
+        elif _hit(name, rx, low, prefilter):
             names.append(name + ":body")
             neg += w * (0.25 if numeric else 0.5)
     for lb in thread.labels:
@@ -211,7 +251,10 @@ MIN_POS = 2.5
 def _decide(s: Signals) -> tuple[bool, float]:
     anchor = any(n in s.names for n in ("paper_ref", "number_pair", "repro_intent", "label:positive"))
     margin = s.pos - s.neg
-    ok = anchor and s.pos >= MIN_POS and margin >= MARGIN
+    # the asker says they have not run it ("haven't run anything", "not trying to reproduce") and reports no
+    # result of their own: a question about the paper, not a reproduction
+    no_run = ("no_own_run" in s.names or "no_own_run:body" in s.names) and "mine" not in s.names
+    ok = anchor and s.pos >= MIN_POS and margin >= MARGIN and not no_run
     score = 1.0 / (1.0 + math.exp(-(margin - MARGIN + 0.5)))
     return ok, round(score, 4)
 

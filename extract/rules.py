@@ -35,7 +35,7 @@ from extract.exchange import Exchange, read_exchange, resolution_type
 from extract.relevance import content_positive
 from extract.symptom import SymptomFound, find_symptom
 from extract.threadinfo import environment, paper_mention, thread_stats, tried_quotes
-from extract.threadtext import Post, has_code, posts, sentences
+from extract.threadtext import Post, has_code, is_bot_comment, posts, sentences
 from reprodiag.schema import (
     Evidence,
     ExtractorInfo,
@@ -128,22 +128,27 @@ def _roles(ex: Exchange) -> dict[int, float]:
 
 
 def _symptom(thread: Thread) -> tuple[SymptomFound, str | None]:
-    """Symptom from title + body; missing sides from the asker's comments."""
+    """Symptom from title + body; missing sides from the asker's comments: the paper's value from any of
+    them, the obtained value only from those posted before anyone else replied (later numbers are post-fix
+    results, not the failing run)."""
     found = find_symptom(thread.title + "\n" + thread.body)
-    src: str | None = None
     if found.paper and found.obtained:
         return found, None
+    replied = False
     for c in thread.all_comments():
-        if c.author and c.author == thread.author:
-            more = find_symptom(c.body)
-            if (found.paper is None and more.paper) or (found.obtained is None and more.obtained):
-                merged = SymptomFound(found.metric or more.metric, found.metric_quote or more.metric_quote,
-                                      found.paper or more.paper, found.obtained or more.obtained)
-                if found.paper is None and found.obtained is None:
-                    return more, c.id
-                src = c.id
-                return merged, src
-    return found, src
+        if not c.author or c.author != thread.author:
+            replied = replied or not is_bot_comment(c)
+            continue
+        more = find_symptom(c.body)
+        paper = found.paper or more.paper
+        obtained = found.obtained or (None if replied else more.obtained)
+        if (paper, obtained) == (found.paper, found.obtained):
+            continue
+        if found.paper is None and found.obtained is None:
+            return SymptomFound(more.metric, more.metric_quote, paper, obtained), c.id
+        return SymptomFound(found.metric or more.metric, found.metric_quote or more.metric_quote, paper,
+                            obtained), c.id
+    return found, None
 
 
 def _problem_statement(thread: Thread, sym: SymptomFound) -> str:

@@ -132,20 +132,42 @@ def _clauses(text: str) -> list[tuple[int, str]]:
     return [(p, c) for p, c in out if c.strip()]
 
 
+#: Metric and model names with digits ("top-1", "pass@1", "F1", "AP50", "R@10", "ResNet-50"): masked in the
+#: context of a number so that their digits do not break the ``[^\d]`` spans of the side cues.
+_DIGIT_NAME = re.compile(r"(?<![\d.])[a-z]+[-@_]?\d+(?:\.\d+)?(?![\d.])", re.I)
+
+
+#: "can't get 81.8", "trying to reach 81.8": a target, i.e. the paper's number, though "get" is a mine cue.
+_UNREACHED = re.compile(
+    r"(?:can'?t|cannot|unable to|couldn'?t|could not|not|fail(?:ed)? to|how to|trying to|try to)\s+(?:\w+\s)?"
+    r"(?:reach|achieve|get|match|reproduce|obtain)\b[^\d]{0,30}$", re.I)
+
+
+def _mask_names(text: str) -> str:
+    return _DIGIT_NAME.sub(lambda m: "m" * len(m.group(0)), text)
+
+
 def _side(left: str, right: str) -> tuple[str, int]:
-    """Attribute a number by the nearest cue: right-hand cues ("81.8 in the paper") are closest."""
+    """Attribute a number by the nearest cue: right-hand cues ("81.8 in the paper") are closest.
+
+    "X (paper: Y)" makes X the asker's; a paper cue that contains a mine cue ("can't get 81.8") is a paper
+    cue."""
+    left = _mask_names(left)
     if _MINE_RIGHT.search(right):
         return "mine", 0
     pr = _PAPER_RIGHT.search(right)
-    if pr and not _LABELS_NEXT.match(right[pr.end():]):  # "20.9 (paper 18.3)": the cue labels 18.3
-        return "paper", 0
+    if pr:
+        if not _LABELS_NEXT.match(right[pr.end():]):
+            return "paper", 0
+        if not _PAPER_LEFT.search(left):  # "20.9 (paper 18.3)": the cue labels 18.3, so 20.9 is the asker's
+            return "mine", 1
     pm = _PAPER_LEFT.search(left)
     mm = _MINE_LEFT.search(left)
     if pm and mm:
-        # the cue that ends closer to the number wins; "I can't reach 81.8" is a paper cue after "I"
+        # the cue that starts later (closer to the number) wins; "I can't reach 81.8" is a paper cue after "I"
         pd, md = len(left) - pm.end(), len(left) - mm.end()
         p_start, m_start = pm.start(), mm.start()
-        if p_start > m_start:
+        if p_start > m_start or _UNREACHED.search(left):
             return "paper", pd
         if m_start > p_start:
             return "mine", md
@@ -224,10 +246,14 @@ def _table_pair(text: str) -> tuple[Value | None, Value | None]:
 _PAPER_WORD_LEFT = re.compile(r"(?:paper|reported|reports?|claim(?:ed|s)?|readme|table\s?\d+|model ?zoo|official|"
                               r"论文|原文|文中|官方)[^\d]{0,25}$", re.I)
 _PAIR = re.compile(
-    r"(?<![\w.])(\d{1,4}(?:\.\d+)?)\s?%?\s*(?:\w+\s)?(?:vs\.?|versus|v\.s\.|compared (?:to|with)|instead of|"
-    r"rather than|->|→|对比|而不是)\s*(?:the\s)?(?:\w+\s)?(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)(\s?%?\s*[^\n.;,]{0,30})",
+    r"(?<![\w.])(\d{1,4}(?:\.\d+)?)\s?%?\s*(?:[\w-]+\s){0,2}(?:vs\.?|versus|v\.s\.|compared (?:to|with)|instead of|"
+    r"rather than|对比|而不是)\s*(?:the\s)?(?:[\w']+\s)?(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)(\s?%?\s*[^\n.;,]{0,30})",
     re.I,
 )
+
+
+#: "higher than reported (A vs B)": a comparison whose subject is the asker's result, so A is theirs.
+_THAN = re.compile(r"\bthan (?:the |what(?:'s| is)? )?(?:reported|paper|published|claimed|official|expected)", re.I)
 
 
 def find_symptom(text: str) -> SymptomFound:
@@ -241,18 +267,17 @@ def find_symptom(text: str) -> SymptomFound:
         a, b, tail = float(m.group(1)), float(m.group(2)), m.group(3)
         left = prose[max(0, m.start() - 40):m.start()]
         quote = _line_around(prose, m.start(), m.end())
-        a_paper = bool(_PAPER_WORD_LEFT.search(left)) and not _MINE_LEFT.search(left[-25:])
+        a_paper = (bool(_PAPER_WORD_LEFT.search(left)) and not _MINE_LEFT.search(left[-25:])
+                   and not _THAN.search(left))
         b_mine = bool(_MINE_RIGHT.search(tail))
         if a_paper or b_mine:
             pv, ov = Value(a, quote, m.start(1)), Value(b, quote, m.start(2))
         else:
             pv, ov = Value(b, quote, m.start(2)), Value(a, quote, m.start(1))
         break
+    cands = _pair_in_clause(cands)
     paper = next((c for c in cands if c.side == "paper"), None)
-    mine = next((c for c in cands if c.side == "mine" and (pv or paper) is not None
-                 and c.value != (pv or paper).value), None) or next((c for c in cands if c.side == "mine"), None)
-    if mine is not None and paper is not None and mine.start == paper.start:
-        mine = None
+    mine = _first_mine(cands, paper)
     if pv is None and paper is not None:
         pv = Value(paper.value, paper.clause.strip(), paper.start)
     if ov is None and mine is not None:
@@ -260,15 +285,44 @@ def find_symptom(text: str) -> SymptomFound:
     if pv is None or ov is None:
         tp, tm = _table_pair(prose)
         pv, ov = pv or tp, ov or tm
-    # one side known: a lone unattributed metric number in the same post is the other side
+    # one side known: the first unattributed number on the same scale is the other side
     if (pv is None) != (ov is None):
         known = pv or ov
-        rest = [c for c in cands if c.side == "?" and c.value != known.value and _METRIC.search(c.clause)]
-        if len(rest) == 1:
+        rest = [c for c in cands if c.side == "?" and c.value != known.value and _same_scale(c.value, known.value)
+                and (_METRIC.search(c.clause) or c.start < known.start)]
+        if rest:
             v = Value(rest[0].value, rest[0].clause.strip(), rest[0].start)
             pv, ov = (pv, v) if ov is None else (v, ov)
     metric, mquote = _metric_near(prose, [v for v in (pv, ov) if v is not None])
     return SymptomFound(metric=metric, metric_quote=mquote, paper=pv, obtained=ov)
+
+
+def _same_scale(a: float, b: float) -> bool:
+    """Both on one scale (a fraction vs a percentage, or a count, are not comparable values)."""
+    if a <= 0 or b <= 0:
+        return a == b
+    return 0.33 <= a / b <= 3.0
+
+
+def _pair_in_clause(cands: list[_Cand]) -> list[_Cand]:
+    """"70.2 with new bindings (paper 91.6)": an unattributed number followed in its clause by a paper number
+    (and nothing between) is the asker's."""
+    out = list(cands)
+    for i in range(1, len(out)):
+        prev, cur = out[i - 1], out[i]
+        if cur.side == "paper" and prev.side == "?" and prev.clause == cur.clause and _same_scale(prev.value, cur.value):
+            out[i - 1] = _Cand(prev.value, prev.start, prev.end, prev.clause, "mine", cur.dist, prev.pct)
+    return out
+
+
+def _first_mine(cands: list[_Cand], paper: _Cand | None) -> _Cand | None:
+    """The asker's first reported number: same scale as the paper's and not the paper's own number."""
+    mines = [c for c in cands if c.side == "mine" and (paper is None or c.start != paper.start)]
+    if paper is not None:
+        fit = [c for c in mines if c.value != paper.value and _same_scale(c.value, paper.value)]
+        if fit:
+            return fit[0]
+    return mines[0] if mines else None
 
 
 def _line_around(text: str, start: int, end: int) -> str:

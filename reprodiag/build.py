@@ -328,9 +328,10 @@ def _save(name: str, splits: dict[str, list[dict[str, Any]]], root: Path) -> dic
 
     disable_progress_bars()
     feats = _features(name)
-    dd = DatasetDict({s: Dataset.from_list(rows, features=feats) for s, rows in splits.items()})
+    dd = DatasetDict({s: Dataset.from_list(rows, features=feats) if rows else
+                      Dataset.from_dict({k: [] for k in feats}, features=feats) for s, rows in splits.items()})
     target = root / name
-    dd.save_to_disk(str(target))
+    dd.save_to_disk(str(target), num_shards={s: 1 for s in dd})
     for s, ds in dd.items():
         ds.to_parquet(str(target / f"{s}.parquet"))
     return {s: len(rows) for s, rows in splits.items()}

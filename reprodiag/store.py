@@ -552,6 +552,14 @@ class Store:
                 n += 1
         return n
 
+    def delete_rejects(self, stage: str, ids: Iterable[str]) -> int:
+        """Forget ``stage``'s rejects for ``ids`` (items that later succeeded); returns how many were removed."""
+        n = 0
+        with self.transaction() as c:
+            for item_id in ids:
+                n += c.execute("DELETE FROM rejects WHERE stage=? AND item_id=?", (stage, item_id)).rowcount
+        return n
+
     def put_case(self, case_id: str, *, status: str, path: str | None = None, thread_id: str | None = None,
                  missing: list[str] | None = None, spec: dict[str, Any] | None = None) -> None:
         with self.transaction() as c:

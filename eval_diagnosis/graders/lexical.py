@@ -9,6 +9,7 @@ eight directions is *unfocused*: it cannot hit, and its extra directions count a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from eval_diagnosis.answers import Direction, parse_directions
@@ -77,13 +78,23 @@ def _top_types(concepts: list[Concept]) -> set[str]:
     return {t for t, v in votes.items() if v == best}
 
 
+_NEGATED = re.compile(r"\b(?:not (?:the|a|an|your|due to|caused by|about|related to)|isn't (?:the|a|an|your)|"
+                      r"unlikely (?:to be )?|rule[sd]? out|ruling out|already (?:match|use|set)\w*|excluded?)\b"
+                      r"[^,;.!?]*|(?:不是|排除)[^，,。；;]*", re.I)
+
+
+def _affirmed(text: str) -> str:
+    """``text`` without negated clauses ("not the warmup", "rule out the seed")."""
+    return _NEGATED.sub(" ", text)
+
+
 def match_direction(d: Direction, item: EvalItem, targets: _Targets) -> bool:
     """Whether one direction names the item's root cause. The justification counts only when the
     direction's head names no specific concept ("Seed: because the batch is small" is about seeds)."""
-    n = normalize(d.text)
+    n = normalize(_affirmed(d.text))
     found = specific(concepts_in(n, normalized=True))
     if not found:  # the direction itself names nothing specific: read its justification too
-        n = normalize(d.full)
+        n = normalize(_affirmed(d.full))
         found = specific(concepts_in(n, normalized=True))
     types = _top_types(found)
     shared = [c for c in found if c.id in targets.concepts]

@@ -91,3 +91,9 @@ def test_reference_free_judge_on_anthropic(anthropic_server, monkeypatch: pytest
     assert g.hit
     prompt = anthropic_server.requests[-1].prompt_text
     assert "4000 warmup steps" not in prompt  # no reference given to the judge
+
+
+def test_negated_directions_do_not_hit() -> None:
+    gr = LexicalGrader()
+    assert not gr.grade(ITEM, "1. It is not the warmup, you already match it; more likely the random seed").hit
+    assert gr.grade(ITEM, "1. The warmup is not long enough for this batch size").hit

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from extract.pipeline import run_extract, run_filter
+from extract.relevance import classify
 from reprodiag.errors import UserError
 from tests.extract.threads import NEGATIVE, POSITIVE, REPLY, make_thread
 
@@ -86,3 +87,88 @@ def test_bench_reports_all_figures(tmp_path: Path) -> None:
     text = " ".join(rep.notes)
     assert "dev (3 threads" in text and "holdout (3 threads" in text and "precision 1.000" in text
     assert rep.counts["filter_threads_per_s"] > 0
+
+
+def _many_threads(n: int) -> list:  # noqa: ANN001
+    """``n`` distinct realistic threads: the labeled dev set, renumbered into fresh repositories."""
+    from extract.bench import DEFAULT_DEV_SET, load_dev_set
+
+    base = [t for t, _, _ in load_dev_set(DEFAULT_DEV_SET)]
+    out = []
+    for i in range(n):
+        t = base[i % len(base)]
+        repo = f"copy{i // len(base)}/{t.repo.split('/')[1]}"
+        out.append(t.model_copy(update={"repo": repo, "url": f"https://github.com/{repo}/issues/{t.number}"}))
+    return out
+
+
+def test_sigkill_mid_run_then_rerun_equals_clean_run(tmp_path: Path, cli) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from reprodiag.store import Store
+    from tests.conftest import REPO_ROOT
+
+    threads = _many_threads(900)
+    ws = tmp_path / "ws"
+    with Store(ws) as s:
+        s.upsert_threads(threads)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRODIAG_")}
+    proc = subprocess.Popen([sys.executable, "-m", "reprodiag", "-w", str(ws), "extract"], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed_at = None
+    try:
+        with Store(ws) as s:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and proc.poll() is None:
+                n = s.count("records")
+                if n > 0:
+                    proc.send_signal(signal.SIGKILL)
+                    killed_at = n
+                    break
+                time.sleep(0.01)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    with Store(ws) as s:
+        partial = s.count("records")
+    assert killed_at is not None and proc.returncode == -signal.SIGKILL
+    positives = {d.thread_id for d in classify(threads) if d.is_reproduction}
+    assert 0 < partial < len(positives)  # it really died part-way
+    again = cli("-q", "extract", workspace=ws)
+    assert again.returncode == 0, again.stderr
+    with Store(ws) as s:
+        got = {r.thread_id: r.model_dump(mode="json") for r in s.iter_records()}
+        assert s.count("records") == len(got) == len(positives)
+        assert s.count("decisions") == len(threads)
+    from extract.rules import RulesExtractor
+
+    clean = {r.thread_id: r.model_dump(mode="json")
+             for r in RulesExtractor().extract([t for t in threads if t.id in positives])}
+    assert got == clean
+
+
+def test_rerun_clears_stale_rejects(store) -> None:
+    threads = _threads()
+    store.upsert_threads(threads)
+    positive = classify(threads)[0].thread_id
+    store.put_rejects("extract", [(positive, "provider timed out"), ("other/repo#9", "kept")])
+    run_extract(store, input=None, output=None, backend="rules", model=None, base_url=None, no_filter=False,
+                concurrency=1, batch=None, collect=None)
+    left = {row[0] for row in store.query("SELECT item_id FROM rejects WHERE stage='extract'")}
+    assert left == {"other/repo#9"}
+    assert positive in store.record_ids()
+
+
+def test_filter_killed_part_way_is_completed_by_extract(store) -> None:
+    threads = _threads()
+    store.upsert_threads(threads)
+    store.put_decisions(classify(threads[:2]))  # as if the filter died after its first batch
+    rep = run_extract(store, input=None, output=None, backend="rules", model=None, base_url=None,
+                      no_filter=False, concurrency=1, batch=None, collect=None)
+    assert store.count("decisions") == len(threads)
+    assert rep.counts["records"] == 3

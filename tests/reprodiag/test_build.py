@@ -194,3 +194,10 @@ def test_cli_build_and_bad_flags(ws: Path, tmp_path: Path, cli) -> None:  # noqa
     assert "Traceback" not in bad.stderr
     rep = json.loads(cli("-q", "build", "-o", str(tmp_path / "cli-out"), workspace=ws).stdout)
     assert rep["stage"] == "build"
+
+
+def test_empty_workspace_builds_empty_datasets(store: Store, tmp_path: Path) -> None:
+    rep = run_build(store, tmp_path / "e", per_type_min=1, per_type_max=2, seed=0, push_to_hub=None)
+    assert rep.counts["sft rows"] == rep.counts["eval items"] == 0
+    sft = load_from_disk(str(tmp_path / "e" / "sft"))
+    assert sft["train"].num_rows == 0 and "messages" in sft["train"].column_names
