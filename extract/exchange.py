@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from extract.causetype import cause_scores
+from extract.causetype import POST_CHARS, cause_scores
 from extract.cues import ACK, CAUSAL, CONFIRM, HYPOTHESIS, REFUTE
 from extract.threadtext import Post, strip_code
 from reprodiag.schema import Thread
@@ -47,7 +47,7 @@ class Exchange:
 
 
 def _has_cause(p: Post) -> bool:
-    return any(v > 0 for v in cause_scores(strip_code(p.body).lower()).values())
+    return any(v > 0 for v in cause_scores(strip_code(p.body[:POST_CHARS]).lower()).values())
 
 
 def moved_toward(text: str, paper: float | None, obtained: float | None) -> bool:
@@ -57,7 +57,7 @@ def moved_toward(text: str, paper: float | None, obtained: float | None) -> bool
     gap = abs(paper - obtained)
     for m in _NUM.finditer(strip_code(text)):
         x = float(m.group(1))
-        if x in (obtained, paper) and x == obtained:
+        if x == obtained:
             continue
         if abs(x - paper) <= (1 - CLOSED_GAP) * gap and (x - obtained) * (paper - obtained) > 0:
             return True
@@ -66,11 +66,11 @@ def moved_toward(text: str, paper: float | None, obtained: float | None) -> bool
 
 def _verdict(p: Post, paper: float | None, obtained: float | None) -> str:
     """'confirm', 'partial' (improved but still short), 'refute' or '' for one asker post."""
-    low = p.body.lower()
+    low = p.body[:POST_CHARS].lower()
     strong = bool(CONFIRM.search(low))
     ack = bool(ACK.search(low))
     ref = bool(REFUTE.search(low))
-    improved = moved_toward(p.body, paper, obtained)
+    improved = moved_toward(p.body[:POST_CHARS], paper, obtained)
     if strong and not REFUTE.search(low[:200]):
         return "confirm"
     if improved and ref:
@@ -99,7 +99,7 @@ def read_exchange(thread: Thread, ps: list[Post], paper: float | None = None,
             if cause is None:
                 cause = p.index
         if not p.is_asker:
-            substantive = _has_cause(p) or bool(HYPOTHESIS.search(p.body))
+            substantive = _has_cause(p) or bool(HYPOTHESIS.search(p.body[:POST_CHARS]))
             if substantive:
                 diagnostic += 1
                 last_reply = p.index
@@ -107,8 +107,8 @@ def read_exchange(thread: Thread, ps: list[Post], paper: float | None = None,
         if last_reply is None:
             continue
         v = _verdict(p, paper, obtained)
-        if v:
-            diagnostic += 1
+        if v or _has_cause(p) or _NUM.search(strip_code(p.body[:POST_CHARS])):
+            diagnostic += 1  # the asker answered with a result, a verdict or a cause of their own
         # the most recent reply before this post that names a cause (else the most recent one)
         prev = [q for q in ps[1:p.index] if not q.is_asker and not q.is_bot]
         target = next((q.index for q in reversed(prev) if _has_cause(q)), prev[-1].index if prev else None)
@@ -128,7 +128,7 @@ def read_exchange(thread: Thread, ps: list[Post], paper: float | None = None,
         if replies:
             closing = replies[-1].index
     expl = next((p.index for p in ps[1:] if p.is_maintainer and not p.is_asker and not p.is_bot
-                 and _has_cause(p) and (CAUSAL.search(p.body) or len(p.body) > 120)), None)
+                 and _has_cause(p) and (CAUSAL.search(p.body[:POST_CHARS]) or len(p.body) > 120)), None)
     return Exchange(cause, confirmation, closing, expl, frozenset(confirmed), frozenset(refuted - confirmed),
                     diagnostic)
 
@@ -149,7 +149,7 @@ def resolution_type(thread: Thread, ps: list[Post], ex: Exchange) -> str:
         if explained and not refuted_last and (reason in DONE_REASONS or ex.maintainer_explanation is not None):
             return "resolved"
         # the asker found it themselves and closed
-        if reason in DONE_REASONS and any(p.is_asker and p.index and (CONFIRM.search(p.body.lower())
-                                                                    or CAUSAL.search(p.body)) for p in ps):
+        if reason in DONE_REASONS and any(p.is_asker and p.index and (CONFIRM.search(p.body[:POST_CHARS].lower())
+                                                                    or CAUSAL.search(p.body[:POST_CHARS])) for p in ps):
             return "resolved"
     return "unresolved_valuable" if ex.diagnostic_posts >= 2 else "unresolved"

@@ -3,20 +3,21 @@
 How each field is read:
 
 * symptom: :func:`extract.symptom.find_symptom` on the title + body, then the
-  asker's own comments for whatever is still missing.
-* hypotheses: suggestion/question sentences of non-asker replies that name a
-  cause; outcome ``confirmed`` when the asker's next post confirms ("that fixed
-  it") or the reply is the accepted answer, ``refuted`` when it refutes ("no
-  difference", "still 79.8"), else ``untested``.
-* root cause / resolution: the confirmed exchange (the reply just before the
-  asker's confirmation, or the accepted answer), else a maintainer's causal
-  explanation.
-* error_type: cause cues weighted over the thread: the confirmed reply ×3, the
-  confirmation ×2, maintainers ×1.5, other replies ×1, the asker's opening ×0.3;
-  ``other`` when no cue scores.
-* resolution_type: ``resolved`` when confirmed; ``unresolved_valuable`` when
-  ``diagnostic_depth`` ≥ 2; else ``unresolved``. ``diagnostic_depth`` = distinct
-  hypotheses (≤ 4) + 1 for a root cause + 1 for a maintainer explanation.
+  asker's own comments for whatever is still missing (the obtained value only
+  from comments posted before anyone replied: later numbers are post-fix).
+* exchange: :mod:`extract.exchange` finds the reply the asker confirmed (or
+  refuted), the accepted answer, and the closing explanation of a thread closed
+  as completed.
+* hypotheses: cause-naming suggestion/question sentences of replies (the settled
+  reply's plain statements too); outcome ``confirmed`` / ``refuted`` /
+  ``untested`` from the exchange.
+* root cause / resolution: the settled reply (confirmed, accepted, else the
+  closing or a maintainer's explanation).
+* error_type: :mod:`extract.causetype` (cue families weighted by each post's
+  role in the exchange, negation and refutation counted against a type).
+* resolution_type: :func:`extract.exchange.resolution_type`.
+  ``diagnostic_depth`` = distinct hypotheses (≤ 4) + 1 for a root cause + 1 for
+  a maintainer explanation.
 
 Every field that states a fact carries Evidence; a field whose quote does not
 check out against the thread is dropped, and ``grounded`` says all kept
@@ -65,16 +66,21 @@ def _cause_types(text: str) -> dict[str, float]:
     return {t: v for t, v in cause_scores(text.lower()).items() if v > 0}
 
 
-def _hypotheses(ps: list[Post], ex: Exchange) -> list[_Hyp]:
+def _hypotheses(ps: list[Post], ex: Exchange, resolved: bool) -> list[_Hyp]:
+    """Cause-naming suggestions of replies (at most 2 per reply). The settled reply (confirmed, or the closing
+    explanation of a resolved thread) counts as confirmed, and its plain statements ("Use --aug-test.") are
+    hypotheses too."""
     out: list[_Hyp] = []
     seen: set[str] = set()
+    settled = ex.cause if ex.cause is not None else ex.closing if resolved else None
     for p in ps[1:]:
         if p.is_asker or p.is_bot:
             continue
-        outcome = "confirmed" if p.index in ex.confirmed else "refuted" if p.index in ex.refuted else "untested"
+        confirmed = p.index in ex.confirmed or p.index == settled
+        outcome = "confirmed" if confirmed else "refuted" if p.index in ex.refuted else "untested"
         n = 0
         for s in sentences(p.body, p.comment_id):
-            if len(s.text) > MAX_SENTENCE or not HYPOTHESIS.search(s.text):
+            if len(s.text) > MAX_SENTENCE or not (confirmed or HYPOTHESIS.search(s.text)):
                 continue
             types = tuple(_cause_types(s.text))
             if not types:
@@ -179,9 +185,6 @@ class RulesExtractor(Extractor):
                                quote=sym.metric_quote))
         ex = read_exchange(thread, ps, sym.paper.value if sym.paper else None,
                            sym.obtained.value if sym.obtained else None)
-        hyps = _hypotheses(ps, ex)
-        for i, h in enumerate(hyps):
-            ev.append(Evidence(field=f"hypothesis_chain.{i}", comment_id=h.comment_id, quote=h.text))
         decision = decide_type(ps, _roles(ex))
         etype = decision.error_type
         if decision.quote:
@@ -195,6 +198,9 @@ class RulesExtractor(Extractor):
                 ev.append(Evidence(field="root_cause", comment_id=source.comment_id, quote=root))
         rtype = resolution_type(thread, ps, ex)
         resolved = rtype == "resolved"
+        hyps = _hypotheses(ps, ex, resolved)
+        for i, h in enumerate(hyps):
+            ev.append(Evidence(field=f"hypothesis_chain.{i}", comment_id=h.comment_id, quote=h.text))
         fix_posts = ([ps[ex.cause]] if ex.cause is not None else []) + (
             [ps[ex.confirmation]] if ex.confirmation is not None else []) + ([source] if source else [])
         for post in fix_posts if resolved else []:

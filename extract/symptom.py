@@ -288,8 +288,9 @@ def find_symptom(text: str) -> SymptomFound:
     # one side known: the first unattributed number on the same scale is the other side
     if (pv is None) != (ov is None):
         known = pv or ov
-        rest = [c for c in cands if c.side == "?" and c.value != known.value and _same_scale(c.value, known.value)
-                and (_METRIC.search(c.clause) or c.start < known.start)]
+        rest = [c for c in cands if c.side == "?" and c.value != known.value and _same_scale(c.value, known.value)]
+        if len(rest) > 1:
+            rest = [c for c in rest if _METRIC.search(c.clause) or c.start < known.start]
         if rest:
             v = Value(rest[0].value, rest[0].clause.strip(), rest[0].start)
             pv, ov = (pv, v) if ov is None else (v, ov)

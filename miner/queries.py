@@ -1,117 +1,239 @@
-"""The GraphQL documents the miner sends (all validated against GitHub's schema in tests).
+"""The GraphQL documents the miner sends, built as packed plans (validated against GitHub's schema in tests).
 
-Page sizes are chosen under GitHub's cost formula (see :mod:`miner.github_schema`):
-``issues(first: 74) { labels(first: 100) comments(first: 100) }`` asks for
-1 + 74 + 74 = 149 requests → 1.49 → **1 point** for 74 complete issues with up to 100
-comments each; ``first: 75`` would round to 2 points. Discussions nest replies, so
-``discussions(first: 74) { labels(first: 100) comments(first: 100) { replies { totalCount } } }``
-also costs 1 point (a connection without ``first`` adds nothing); the replies of comments
-that have any are then fetched 100 comments per point. Follow-up queries for overflowing comment lists are
-batched with aliases (one ``issue(number:)``/``node(id:)`` per alias), 1 request each.
+GitHub's cost formula (see :mod:`miner.github_schema`) adds, over every connection that
+has ``first``/``last``, one request per parent node (up to 100 nodes per request), divides
+the whole query's sum by 100 and rounds to the nearest integer (minimum 1). A query of up
+to **149 requests costs 1 point**. The miner therefore works in two phases and packs
+many small pieces of work from many repositories into one query of ~149 requests:
+
+* **List segments** (``issues``/``pullRequests``/``discussions`` of one repository, up to 100
+  threads) cost **1 request** each: the per-thread ``labels``/``comments`` connections are
+  asked for ``totalCount`` only, which GitHub does not charge.
+* **Fills** complete one thread with what it actually has: ``labels(first: 100)`` only when
+  it has labels, ``comments(first: 100)`` only when it has comments (1 request each, again
+  after the cursor when a list overflows 100). A thread with neither costs nothing more.
+* **Replies** of one discussion comment that has any (``node(id:)``, 1 request).
+
+:func:`build` renders a :class:`Plan` (repository blocks ``r<i>`` holding list segments
+``l<j>`` and fills ``f<j>``, and top-level reply pages ``n<j>``) and :func:`plan_cost`
+computes the requests/points/nodes GitHub will charge for it, without parsing.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 
-ISSUE_PAGE = 74
-PR_PAGE = 74
-DISCUSSION_PAGE = 74
+#: Threads per list segment (GitHub's maximum page); halved on 502/504 down to MIN_PAGE.
+PAGE = 100
 MIN_PAGE = 5
+#: Requests one query may hold for 1 point (149 / 100 rounds to 1).
+QUERY_REQUESTS = 149
 
 RATE = "rateLimit { cost remaining resetAt limit }"
 
-COMMENT_FIELDS = """
+_FRAGMENTS = {
+    "IssueHead": """
+fragment IssueHead on Issue {
+  number url title body createdAt updatedAt closedAt authorAssociation state stateReason
+  author { login }
+  reactions { totalCount }
+  labels { totalCount }
+  comments { totalCount }
+}""",
+    "PullHead": """
+fragment PullHead on PullRequest {
+  number url title body createdAt updatedAt closedAt authorAssociation state
+  author { login }
+  reactions { totalCount }
+  labels { totalCount }
+  comments { totalCount }
+}""",
+    "DiscussionHead": """
+fragment DiscussionHead on Discussion {
+  number url title body createdAt updatedAt closed closedAt stateReason authorAssociation
+  author { login }
+  reactions { totalCount }
+  category { name }
+  answer { id }
+  labels { totalCount }
+  comments { totalCount }
+}""",
+    "CommentFields": """
 fragment CommentFields on IssueComment {
   id body createdAt authorAssociation
   author { login }
   reactions { totalCount }
-}
-"""
-
-DCOMMENT_FIELDS = """
+}""",
+    "DCommentFields": """
 fragment DCommentFields on DiscussionComment {
   id body createdAt authorAssociation isAnswer
   author { login }
   reactions { totalCount }
+}""",
 }
-"""
 
-_ISSUE_NODE = """
-  number url title body createdAt updatedAt closedAt authorAssociation
-  author { login }
-  labels(first: 100) { nodes { name } }
-  reactions { totalCount }
-  comments(first: 100) { totalCount pageInfo { hasNextPage endCursor } nodes { ...CommentFields } }
-"""
+_LIST_FIELD = {"issue": "issues", "pull_request": "pullRequests", "discussion": "discussions"}
+_ONE_FIELD = {"issue": "issue", "pull_request": "pullRequest", "discussion": "discussion"}
+_HEAD_FRAGMENT = {"issue": "IssueHead", "pull_request": "PullHead", "discussion": "DiscussionHead"}
+KINDS = tuple(_LIST_FIELD)
 
-ISSUES = (
+
+def _lit(value: str) -> str:
+    """A GraphQL string literal (JSON escaping is a subset GraphQL accepts)."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a nested connection: ``first`` items after ``after`` (None: from the start)."""
+
+    after: str | None = None
+    first: int = PAGE
+
+    def args(self) -> str:
+        return f"first: {int(self.first)}" + (f", after: {_lit(self.after)}" if self.after else "")
+
+
+@dataclass(frozen=True)
+class ListSeg:
+    """A segment of one repository's thread list.
+
+    Issues are read ``UPDATED_AT ASC`` with ``filterBy: {since}``; pull requests and
+    discussions ``UPDATED_AT DESC`` (GitHub offers no ``since`` for them).
     """
-query Issues($owner: String!, $name: String!, $first: Int!, $after: String, $since: DateTime) {
-  @RATE@
-  repository(owner: $owner, name: $name) {
-    nameWithOwner hasIssuesEnabled
-    issues(first: $first, after: $after, filterBy: {since: $since},
-           orderBy: {field: UPDATED_AT, direction: ASC}) {
-      totalCount
-      pageInfo { hasNextPage endCursor }
-      nodes { state stateReason @NODE@ }
-    }
-  }
-}
-"""
-    .replace("@RATE@", RATE).replace("@NODE@", _ISSUE_NODE)
-    + COMMENT_FIELDS
-)
 
-PULLS = (
-    """
-query Pulls($owner: String!, $name: String!, $first: Int!, $after: String) {
-  @RATE@
-  repository(owner: $owner, name: $name) {
-    nameWithOwner
-    pullRequests(first: $first, after: $after, orderBy: {field: UPDATED_AT, direction: DESC}) {
-      totalCount
-      pageInfo { hasNextPage endCursor }
-      nodes { state @NODE@ }
-    }
-  }
-}
-"""
-    .replace("@RATE@", RATE).replace("@NODE@", _ISSUE_NODE)
-    + COMMENT_FIELDS
-)
+    kind: str
+    first: int
+    after: str | None = None
+    since: str | None = None
 
-_DISCUSSION_NODE = """
-  number url title body createdAt updatedAt closed closedAt stateReason authorAssociation
-  author { login }
-  labels(first: 100) { nodes { name } }
-  reactions { totalCount }
-  category { name }
-  answer { id }
-  comments(first: 100) {
-    totalCount pageInfo { hasNextPage endCursor }
-    nodes { ...DCommentFields replies { totalCount } }
-  }
-"""
 
-DISCUSSIONS = (
-    """
-query Discussions($owner: String!, $name: String!, $first: Int!, $after: String) {
-  @RATE@
-  repository(owner: $owner, name: $name) {
-    nameWithOwner hasDiscussionsEnabled
-    discussions(first: $first, after: $after, orderBy: {field: UPDATED_AT, direction: DESC}) {
-      totalCount
-      pageInfo { hasNextPage endCursor }
-      nodes { @NODE@ }
-    }
-  }
-}
-"""
-    .replace("@RATE@", RATE).replace("@NODE@", _DISCUSSION_NODE)
-    + DCOMMENT_FIELDS
-)
+@dataclass(frozen=True)
+class Fill:
+    """Complete one thread: its labels and/or comments from the given pages (None: not needed)."""
+
+    kind: str
+    number: int
+    labels: Page | None = None
+    comments: Page | None = None
+
+    @property
+    def requests(self) -> int:
+        return (self.labels is not None) + (self.comments is not None)
+
+
+@dataclass(frozen=True)
+class Replies:
+    """A page of replies of one discussion comment (by node id)."""
+
+    comment_id: str
+    page: Page = Page()
+
+
+@dataclass(frozen=True)
+class RepoBlock:
+    owner: str
+    name: str
+    lists: tuple[ListSeg, ...] = ()
+    fills: tuple[Fill, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    blocks: tuple[RepoBlock, ...] = ()
+    replies: tuple[Replies, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """What GitHub charges: ``requests`` (the formula's sum), ``points``, and ``nodes`` (max nodes asked)."""
+
+    requests: int
+    points: int
+    nodes: int
+
+
+@dataclass
+class _Doc:
+    parts: list[str] = field(default_factory=list)
+    fragments: set[str] = field(default_factory=set)
+
+
+def _list_text(alias: str, seg: ListSeg) -> str:
+    args = [f"first: {int(seg.first)}"]
+    if seg.after:
+        args.append(f"after: {_lit(seg.after)}")
+    if seg.kind == "issue":
+        if seg.since:
+            args.append(f"filterBy: {{since: {_lit(seg.since)}}}")
+        args.append("orderBy: {field: UPDATED_AT, direction: ASC}")
+    else:
+        args.append("orderBy: {field: UPDATED_AT, direction: DESC}")
+    frag = _HEAD_FRAGMENT[seg.kind]
+    return (f"{alias}: {_LIST_FIELD[seg.kind]}({', '.join(args)}) "
+            f"{{ totalCount pageInfo {{ hasNextPage endCursor }} nodes {{ ...{frag} }} }}")
+
+
+def _fill_text(alias: str, fill: Fill, doc: _Doc) -> str:
+    inner = []
+    if fill.labels is not None:
+        inner.append(f"labels({fill.labels.args()}) {{ pageInfo {{ hasNextPage endCursor }} nodes {{ name }} }}")
+    if fill.comments is not None:
+        if fill.kind == "discussion":
+            doc.fragments.add("DCommentFields")
+            nodes = "...DCommentFields replies { totalCount }"
+        else:
+            doc.fragments.add("CommentFields")
+            nodes = "...CommentFields"
+        inner.append(f"comments({fill.comments.args()}) {{ pageInfo {{ hasNextPage endCursor }} nodes {{ {nodes} }} }}")
+    return f"{alias}: {_ONE_FIELD[fill.kind]}(number: {int(fill.number)}) {{ {' '.join(inner)} }}"
+
+
+def build(plan: Plan) -> str:
+    """The query text of ``plan`` (aliases ``r<i>``, ``l<j>``, ``f<j>``, ``n<j>`` in plan order)."""
+    doc = _Doc()
+    for i, b in enumerate(plan.blocks):
+        inner = ["nameWithOwner hasIssuesEnabled hasDiscussionsEnabled"]
+        for j, seg in enumerate(b.lists):
+            doc.fragments.add(_HEAD_FRAGMENT[seg.kind])
+            inner.append(_list_text(f"l{j}", seg))
+        for j, fill in enumerate(b.fills):
+            inner.append(_fill_text(f"f{j}", fill, doc))
+        doc.parts.append(f"r{i}: repository(owner: {_lit(b.owner)}, name: {_lit(b.name)}) {{\n    "
+                         + "\n    ".join(inner) + "\n  }")
+    for j, rep in enumerate(plan.replies):
+        doc.fragments.add("DCommentFields")
+        doc.parts.append(f"n{j}: node(id: {_lit(rep.comment_id)}) {{ ... on DiscussionComment {{ "
+                         f"replies({rep.page.args()}) {{ pageInfo {{ hasNextPage endCursor }} "
+                         "nodes { ...DCommentFields } } } }")
+    return ("query Mine {\n  " + RATE + "\n  " + "\n  ".join(doc.parts) + "\n}\n"
+            + "".join(_FRAGMENTS[f] for f in sorted(doc.fragments)) + "\n")
+
+
+def points_for(requests: int) -> int:
+    """GitHub's charge for a query whose connections need ``requests`` requests."""
+    return max(1, math.floor(requests / 100 + 0.5))
+
+
+def plan_cost(plan: Plan) -> PlanCost:
+    """The cost GitHub computes for :func:`build` (``plan``), without parsing the text."""
+    requests = nodes = 0
+    for b in plan.blocks:
+        for seg in b.lists:
+            requests += 1
+            nodes += seg.first
+        for fill in b.fills:
+            requests += fill.requests
+            nodes += (fill.labels.first if fill.labels else 0) + (fill.comments.first if fill.comments else 0)
+    for rep in plan.replies:
+        requests += 1
+        nodes += rep.page.first
+    return PlanCost(requests, points_for(requests), nodes)
+
+
+# ---------------------------------------------------------------------- repository metadata
 
 REPO_META_FIELDS = """
   nameWithOwner stargazerCount isArchived hasIssuesEnabled hasDiscussionsEnabled
@@ -119,16 +241,6 @@ REPO_META_FIELDS = """
   pullRequests { totalCount }
   discussions { totalCount }
 """
-
-#: Comments of one overflowing issue/PR page: 1 request per alias, up to 100 aliases per query.
-ISSUE_ALIASES_PER_QUERY = 100
-DISCUSSION_ALIASES_PER_QUERY = 100
-REPLY_ALIASES_PER_QUERY = 100
-
-
-def _lit(value: str) -> str:
-    """A GraphQL string literal (JSON escaping is a subset GraphQL accepts)."""
-    return json.dumps(value, ensure_ascii=True)
 
 
 def repo_meta_query(repos: list[tuple[str, str]]) -> str:
@@ -138,48 +250,3 @@ def repo_meta_query(repos: list[tuple[str, str]]) -> str:
         for i, (o, n) in enumerate(repos)
     ]
     return "query RepoMeta {\n  " + RATE + "\n  " + "\n  ".join(parts) + "\n}\n"
-
-
-def issue_comments_query(owner: str, name: str, wants: list[tuple[str, int, str]]) -> str:
-    """Next comment pages: ``wants`` is ``(kind, number, after)`` with kind ``issue``/``pull_request``."""
-    parts = []
-    for i, (kind, number, after) in enumerate(wants):
-        field = "pullRequest" if kind == "pull_request" else "issue"
-        parts.append(
-            f"c{i}: {field}(number: {int(number)}) {{ comments(first: 100, after: {_lit(after)}) "
-            "{ pageInfo { hasNextPage endCursor } nodes { ...CommentFields } } }"
-        )
-    return (
-        "query MoreComments($owner: String!, $name: String!) {\n  " + RATE
-        + "\n  repository(owner: $owner, name: $name) {\n    " + "\n    ".join(parts) + "\n  }\n}\n"
-    ) + COMMENT_FIELDS
-
-
-def discussion_comments_query(owner: str, name: str, wants: list[tuple[int, str]]) -> str:
-    """Next discussion-comment pages (reply counts only): ``wants`` is ``(number, after)``."""
-    parts = [
-        f"d{i}: discussion(number: {int(number)}) {{ comments(first: 100, after: {_lit(after)}) "
-        "{ pageInfo { hasNextPage endCursor } nodes { ...DCommentFields replies { totalCount } } } }"
-        for i, (number, after) in enumerate(wants)
-    ]
-    return (
-        "query MoreDiscussionComments($owner: String!, $name: String!) {\n  " + RATE
-        + "\n  repository(owner: $owner, name: $name) {\n    " + "\n    ".join(parts) + "\n  }\n}\n"
-    ) + DCOMMENT_FIELDS
-
-
-def replies_query(wants: list[tuple[str, str | None]]) -> str:
-    """Reply pages of discussion comments: ``wants`` is ``(comment node id, after or None)``."""
-    parts = [
-        f"n{i}: node(id: {_lit(cid)}) {{ ... on DiscussionComment {{ replies(first: 100"
-        + (f", after: {_lit(after)}" if after else "") + ") "
-        "{ pageInfo { hasNextPage endCursor } nodes { ...DCommentFields } } } }"
-        for i, (cid, after) in enumerate(wants)
-    ]
-    return "query MoreReplies {\n  " + RATE + "\n  " + "\n  ".join(parts) + "\n}\n" + DCOMMENT_FIELDS
-
-
-def count_query(owner: str, name: str) -> str:
-    """totalCount of issues, pull requests and discussions (no page: costs 1 point, the minimum)."""
-    return ("query Counts {\n  " + RATE + f"\n  repository(owner: {_lit(owner)}, name: {_lit(name)}) {{"
-            + REPO_META_FIELDS + "}\n}\n")

@@ -1,19 +1,21 @@
 """``reprodiag mine``: incremental, resumable sync of issues, pull requests and discussions.
 
-Per (repository, kind) a :class:`~reprodiag.store.Checkpoint` holds the cursor of the
-last committed page and the ``updatedAt`` high-water mark. Each page of complete
-threads (overflowing comment lists already fetched) is committed **in one transaction
-with the checkpoint that points past it**, so a process killed at any instant resumes
-exactly where it stopped, without duplicates or gaps.
+The work is done by :class:`miner.scheduler.Scheduler`, which packs list pages and
+follow-ups of many repositories into 1-point queries (see :mod:`miner.queries` for the
+cost arithmetic). Per (repository, kind) a :class:`~reprodiag.store.Checkpoint` holds the
+cursor of the last committed page and the ``updatedAt`` high-water mark; each page of
+complete threads is committed **in one transaction with the checkpoint that points past
+it**, so a process killed at any instant resumes exactly where it stopped.
 
 * Issues: ``orderBy: UPDATED_AT ASC`` and ``filterBy: {since: high_water}``; the high
   water of a pass is the newest ``updatedAt`` seen (keyset cursors: a thread updated
   during the pass moves to the end and is seen again).
 * Pull requests and discussions have no ``since``: ``orderBy: UPDATED_AT DESC`` and stop
-  at the first node older than the high-water mark; the pass's high water is the first
-  node of its first page. An unchanged repository re-syncs for 1 point per kind.
-* A 502/504 on a page halves the page size (74 → 37 → 18 → 9 → 5); what worked is kept
-  in ``Checkpoint.page_size`` for that repository.
+  at the first node older than the high-water mark. Threads stored with the same
+  ``updatedAt`` are not completed again, so an unchanged repository re-syncs for a
+  share of one packed query (at most 2 points on its own).
+* Renamed repositories are stored under GitHub's current ``nameWithOwner``; the rename
+  is recorded in the index (``repos.renamed_from``) and followed on later runs.
 """
 
 from __future__ import annotations
@@ -21,278 +23,20 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from miner import queries as Q
-from miner.convert import comment_from_gql, parse_time, thread_from_gql
-from miner.graphql_client import Answer, ClientSettings, GatewayError, GraphQLClient, GraphQLFailure
+from miner.graphql_client import ClientSettings, GraphQLClient
 from miner.repo_names import parse_repo
+from miner.scheduler import RepoResult, Scheduler
 from miner.tokens import TokenPool
 from reprodiag import console as out
 from reprodiag.config import ApiUrls, Secret, github_tokens
 from reprodiag.errors import UserError
-from reprodiag.schema import StageReport, Thread, thread_id
-from reprodiag.store import Checkpoint, Store, UpsertCounts
-
-_GONE = {"NOT_FOUND": "not found (404)", "FORBIDDEN": "forbidden", "UNAUTHORIZED": "no access"}
-
-
-@dataclass
-class _Tally:
-    """Per-repository accounting."""
-
-    points: int = 0
-    requests: int = 0
-    halvings: int = 0
-    upserts: UpsertCounts = field(default_factory=UpsertCounts)
-    disabled: list[str] = field(default_factory=list)
-
-
-class RepoGone(Exception):
-    """The repository cannot be mined (404/410/disabled): recorded as skipped."""
-
-
-@dataclass
-class _CommentDraft:
-    node: dict[str, Any]
-    replies: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class _ThreadDraft:
-    node: dict[str, Any]
-    comments: list[_CommentDraft] = field(default_factory=list)
-
-
-def _later(a: str | None, b: str | None) -> str | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a if parse_time(a) >= parse_time(b) else b  # type: ignore[operator]
-
-
-class RepoMiner:
-    """Mines one repository at a time over a shared :class:`GraphQLClient`."""
-
-    def __init__(self, store: Store, client: GraphQLClient) -> None:
-        self.store = store
-        self.gh = client
-
-    async def _ask(self, tally: _Tally, query: str, variables: dict[str, Any] | None = None, *,
-                   heavy: bool = False) -> Answer:
-        ans = await self.gh.query(query, variables, heavy=heavy)
-        tally.points += ans.cost
-        tally.requests += 1
-        return ans
-
-    # ------------------------------------------------------------------ one kind
-
-    async def sync_kind(self, repo: str, kind: str, tally: _Tally) -> None:
-        owner, name = repo.split("/")
-        query, conn_field, flag, default_ps = {
-            "issue": (Q.ISSUES, "issues", "hasIssuesEnabled", Q.ISSUE_PAGE),
-            "pull_request": (Q.PULLS, "pullRequests", None, Q.PR_PAGE),
-            "discussion": (Q.DISCUSSIONS, "discussions", "hasDiscussionsEnabled", Q.DISCUSSION_PAGE),
-        }[kind]
-        since_mode = kind == "issue"
-        cp = self.store.get_checkpoint(repo, kind) or Checkpoint(repo, kind)
-        hw = cp.high_water
-        if cp.complete:
-            cursor, run_hw = None, None
-        else:
-            cursor, run_hw = cp.cursor, cp.run_high_water
-        ps = min(cp.page_size or default_ps, default_ps)
-        while True:
-            variables: dict[str, Any] = {"owner": owner, "name": name, "first": ps, "after": cursor}
-            if since_mode:
-                variables["since"] = hw
-            try:
-                ans = await self._ask(tally, query, variables, heavy=ps > Q.MIN_PAGE)
-            except GatewayError:
-                ps = max(Q.MIN_PAGE, ps // 2)
-                tally.halvings += 1
-                continue
-            data = ans.data.get("repository")
-            if data is None:
-                types = [e.get("type") for e in ans.errors]
-                reason = next((_GONE[t] for t in types if t in _GONE), None)
-                msg = "; ".join(str(e.get("message")) for e in ans.errors[:1])
-                raise RepoGone(reason or f"repository unavailable: {msg}"[:200])
-            if flag and data.get(flag) is False:
-                tally.disabled.append({"issue": "issues disabled", "discussion": "discussions disabled"}[kind])
-                return
-            conn = data[conn_field]
-            nodes = conn.get("nodes") or []
-            stop = False
-            if since_mode:
-                keep = nodes
-                for n in nodes:
-                    run_hw = _later(run_hw, n["updatedAt"])
-            else:
-                if cursor is None and nodes:
-                    run_hw = nodes[0]["updatedAt"]
-                if hw:
-                    cut = parse_time(hw)
-                    keep = [n for n in nodes if parse_time(n["updatedAt"]) >= cut]
-                    stop = len(keep) < len(nodes)
-                else:
-                    keep = nodes
-            threads = await self._complete(repo, kind, keep, tally)
-            info = conn.get("pageInfo") or {}
-            done = stop or not info.get("hasNextPage")
-            end = info.get("endCursor") or cursor
-            new = Checkpoint(repo, kind, cursor=None if done else end,
-                             high_water=_later(hw, run_hw) if done else hw,
-                             run_high_water=None if done else run_hw, complete=done, page_size=ps)
-            with self.store.transaction():
-                tally.upserts = tally.upserts + self.store.upsert_threads(threads)
-                self.store.set_checkpoint(new)
-            if done:
-                return
-            cursor = end
-
-    # ------------------------------------------------------------------ completing threads
-
-    def _unchanged(self, repo: str, kind: str, node: dict[str, Any]) -> bool:
-        """The stored copy has the same ``updatedAt`` (GitHub bumps it on every new comment)."""
-        rows = self.store.query("SELECT updated_at FROM threads WHERE id=?",
-                                (thread_id(repo, node["number"], kind),))
-        return bool(rows) and parse_time(rows[0][0]) == parse_time(node["updatedAt"])
-
-    async def _complete(self, repo: str, kind: str, nodes: list[dict[str, Any]], tally: _Tally) -> list[Thread]:
-        """Complete threads for ``nodes``, skipping those stored unchanged (no follow-up cost)."""
-        drafts = []
-        for n in nodes:
-            if self._unchanged(repo, kind, n):
-                tally.upserts = tally.upserts + UpsertCounts(unchanged=1)
-                continue
-            d = _ThreadDraft(n)
-            conn = n.get("comments") or {}
-            for c in conn.get("nodes") or []:
-                d.comments.append(_CommentDraft(c, list(((c.get("replies") or {}).get("nodes")) or [])))
-            drafts.append(d)
-        if kind == "discussion":
-            await self._complete_discussions(repo, drafts, tally)
-        else:
-            await self._complete_issues(repo, kind, drafts, tally)
-        out_threads = []
-        for d in drafts:
-            comments = [comment_from_gql(c.node, [comment_from_gql(r) for r in c.replies]) for c in d.comments]
-            out_threads.append(thread_from_gql(repo, kind, d.node, comments))
-        return out_threads
-
-    async def _batched(self, tally: _Tally, wants: list[Any], per_query: int,
-                       build: Callable[[list[Any]], str], variables: dict[str, Any] | None,
-                       take: Callable[[Any, dict[str, Any] | None], None], prefix: str) -> None:
-        """Run aliased follow-up queries; a 502/504 splits the batch in two."""
-
-        async def run(chunk: list[Any]) -> None:
-            try:
-                ans = await self._ask(tally, build(chunk), variables, heavy=len(chunk) > 1)
-            except GatewayError:
-                tally.halvings += 1
-                half = len(chunk) // 2
-                await asyncio.gather(run(chunk[:half]), run(chunk[half:]))
-                return
-            root = ans.data.get("repository", ans.data) if variables else ans.data
-            if root is None:
-                raise GraphQLFailure("repository vanished during follow-up queries")
-            for i, want in enumerate(chunk):
-                take(want, root.get(f"{prefix}{i}"))
-
-        chunks = [wants[i:i + per_query] for i in range(0, len(wants), per_query)]
-        await asyncio.gather(*(run(c) for c in chunks))
-
-    async def _complete_issues(self, repo: str, kind: str, drafts: list[_ThreadDraft], tally: _Tally) -> None:
-        owner, name = repo.split("/")
-        pending: dict[int, str] = {}
-        by_number = {d.node["number"]: d for d in drafts}
-        for d in drafts:
-            info = (d.node.get("comments") or {}).get("pageInfo") or {}
-            if info.get("hasNextPage") and info.get("endCursor"):
-                pending[d.node["number"]] = info["endCursor"]
-        while pending:
-            wants = [(kind, num, cur) for num, cur in sorted(pending.items())]
-            pending.clear()
-
-            def take(want: tuple[str, int, str], obj: dict[str, Any] | None) -> None:
-                if obj is None:
-                    raise GraphQLFailure(f"{repo}#{want[1]} vanished while fetching its comments")
-                conn = obj["comments"]
-                by_number[want[1]].comments.extend(_CommentDraft(c) for c in conn.get("nodes") or [])
-                info = conn.get("pageInfo") or {}
-                if info.get("hasNextPage") and info.get("endCursor"):
-                    pending[want[1]] = info["endCursor"]
-
-            await self._batched(tally, wants, Q.ISSUE_ALIASES_PER_QUERY,
-                                lambda chunk: Q.issue_comments_query(owner, name, chunk),
-                                {"owner": owner, "name": name}, take, "c")
-
-    async def _complete_discussions(self, repo: str, drafts: list[_ThreadDraft], tally: _Tally) -> None:
-        owner, name = repo.split("/")
-        by_number = {d.node["number"]: d for d in drafts}
-        comment_pending: dict[int, str] = {}
-        reply_pending: dict[str, tuple[_CommentDraft, str | None]] = {}
-
-        def note_replies(c: _CommentDraft) -> None:
-            if int((c.node.get("replies") or {}).get("totalCount") or 0) > len(c.replies):
-                reply_pending[c.node["id"]] = (c, None)
-
-        for d in drafts:
-            info = (d.node.get("comments") or {}).get("pageInfo") or {}
-            if info.get("hasNextPage") and info.get("endCursor"):
-                comment_pending[d.node["number"]] = info["endCursor"]
-            for c in d.comments:
-                note_replies(c)
-        while comment_pending:
-            wants = sorted(comment_pending.items())
-            comment_pending.clear()
-
-            def take(want: tuple[int, str], obj: dict[str, Any] | None) -> None:
-                if obj is None:
-                    raise GraphQLFailure(f"{repo}#d{want[0]} vanished while fetching its comments")
-                conn = obj["comments"]
-                for c in conn.get("nodes") or []:
-                    cd = _CommentDraft(c, list(((c.get("replies") or {}).get("nodes")) or []))
-                    by_number[want[0]].comments.append(cd)
-                    note_replies(cd)
-                info = conn.get("pageInfo") or {}
-                if info.get("hasNextPage") and info.get("endCursor"):
-                    comment_pending[want[0]] = info["endCursor"]
-
-            await self._batched(tally, wants, Q.DISCUSSION_ALIASES_PER_QUERY,
-                                lambda chunk: Q.discussion_comments_query(owner, name, chunk),
-                                {"owner": owner, "name": name}, take, "d")
-        while reply_pending:
-            items = sorted(reply_pending.items())
-            reply_pending.clear()
-
-            def take_replies(want: tuple[str, tuple[_CommentDraft, str | None]], obj: dict[str, Any] | None) -> None:
-                if obj is None:
-                    raise GraphQLFailure(f"comment {want[0]} vanished while fetching its replies")
-                conn = obj["replies"]
-                c = want[1][0]
-                c.replies.extend(conn.get("nodes") or [])
-                info = conn.get("pageInfo") or {}
-                if info.get("hasNextPage") and info.get("endCursor"):
-                    reply_pending[want[0]] = (c, info["endCursor"])
-
-            await self._batched(tally, items, Q.REPLY_ALIASES_PER_QUERY,
-                                lambda chunk: Q.replies_query([(cid, cur) for cid, (_c, cur) in chunk]),
-                                None, take_replies, "n")
-
-    # ------------------------------------------------------------------ one repository
-
-    async def mine_repo(self, repo: str, kinds: Sequence[str]) -> _Tally:
-        tally = _Tally()
-        for kind in kinds:
-            await self.sync_kind(repo, kind, tally)
-        return tally
-
+from reprodiag.schema import StageReport
+from reprodiag.store import Store
 
 # ---------------------------------------------------------------------- selection & tokens
 
@@ -332,12 +76,41 @@ def _kinds(include_prs: bool, include_discussions: bool) -> list[str]:
 # ---------------------------------------------------------------------- entry points
 
 
+def _renames(store: Store) -> dict[str, str]:
+    """Old name (lower case) → current name, from renames recorded in the index."""
+    return {r["renamed_from"].lower(): r["repo"] for r in store.repos() if r.get("renamed_from")}
+
+
+def _record(store: Store, res: RepoResult, counts: dict[str, int]) -> None:
+    """Write one repository's outcome to the status table (and the index, for renames)."""
+    if res.status == "duplicate":
+        store.set_repo_status(res.requested, "skipped", last_error=res.note)
+        counts["skipped"] += 1
+        return
+    if res.name.lower() != res.requested.lower():
+        old = {r["repo"].lower(): r for r in store.repos()}.get(res.requested.lower(), {})
+        keep = {k: old.get(k) for k in ("stars", "archived", "has_issues", "has_discussions", "official",
+                                        "framework")}
+        store.upsert_repo(res.name, renamed_from=res.requested, **keep, **old.get("meta", {}))
+        store.set_repo_status(res.requested, "skipped", last_error=f"renamed to {res.name} (mined under that name)")
+        counts["renamed"] = counts.get("renamed", 0) + 1
+    store.set_repo_status(res.name, res.status, threads=res.threads if res.status != "failed" else None,
+                          points=res.points, requests=res.requests, last_error=res.note)
+    counts[res.status] += 1
+    counts["inserted"] += res.upserts.inserted
+    counts["updated"] += res.upserts.updated
+    counts["unchanged"] += res.upserts.unchanged
+    counts["page_halvings"] += res.halvings
+
+
 async def mine_async(store: Store, repos: list[str], *, url: str, tokens: list[Secret], kinds: Sequence[str],
                      settings: ClientSettings,
                      sleep: Callable[[float], Awaitable[None]] | None = None) -> dict[str, int]:
     """Mine ``repos`` with the GraphQL path; returns counters for the report."""
     counts = {"repos": len(repos), "done": 0, "failed": 0, "skipped": 0, "inserted": 0, "updated": 0,
               "unchanged": 0, "points": 0, "requests": 0, "page_halvings": 0}
+    renames = _renames(store)
+    pairs = [(r, renames.get(r.lower(), r)) for r in repos]
     with out.progress_bar() as prog:
         task = prog.add_task("mining", total=len(repos), status="")
 
@@ -349,46 +122,23 @@ async def mine_async(store: Store, repos: list[str], *, url: str, tokens: list[S
         if sleep is not None:
             pool_kw["sleep"] = sleep
         pool = TokenPool(tokens, **pool_kw)
-        queue: asyncio.Queue[str] = asyncio.Queue()
-        for r in repos:
-            store.set_repo_status(r, "pending", threads=None)
-            queue.put_nowait(r)
+        for _requested, name in pairs:
+            store.set_repo_status(name, "pending", threads=None)
         async with GraphQLClient(url, pool, settings) as gh:
-            miner = RepoMiner(store, gh)
+            sched = Scheduler(store, gh, pairs, kinds, concurrency=settings.concurrency)
+            seen = 0
 
-            async def worker() -> None:
-                while True:
-                    try:
-                        repo = queue.get_nowait()
-                    except asyncio.QueueEmpty:
-                        return
-                    tally = _Tally()
-                    try:
-                        tally = await miner.mine_repo(repo, kinds)
-                    except RepoGone as exc:
-                        store.set_repo_status(repo, "skipped", points=tally.points, last_error=str(exc))
-                        counts["skipped"] += 1
-                    except GraphQLFailure as exc:
-                        store.set_repo_status(repo, "failed", points=tally.points, last_error=str(exc)[:300])
-                        counts["failed"] += 1
-                    else:
-                        n = store.count("threads", "repo=?", (repo,))
-                        wanted = [k for k in kinds if k != "pull_request"]
-                        all_off = wanted and len(tally.disabled) >= len(wanted) and n == 0
-                        status = "skipped" if all_off else "done"
-                        store.set_repo_status(repo, status, threads=n, points=tally.points,
-                                              requests=tally.requests,
-                                              last_error="; ".join(tally.disabled) or None)
-                        counts[status] += 1
-                        counts["inserted"] += tally.upserts.inserted
-                        counts["updated"] += tally.upserts.updated
-                        counts["unchanged"] += tally.upserts.unchanged
-                        counts["page_halvings"] += tally.halvings
+            def progress() -> None:
+                nonlocal seen
+                while seen < len(sched.results):
+                    _record(store, sched.results[seen], counts)
+                    seen += 1
                     prog.advance(task)
-                    prog.update(task, status=f"{gh.points} pts")
+                prog.update(task, status=f"{gh.points} pts")
 
-            workers = max(1, min(settings.concurrency, len(repos)))
-            await asyncio.gather(*(worker() for _ in range(workers)))
+            sched.on_result = progress
+            await sched.run()
+            progress()
         counts.update(points=gh.points, requests=gh.requests, retries=gh.retries,
                       secondary_limits=gh.secondary_hits, rate_limited=gh.rate_limited,
                       waited_s=int(pool.waited_s))

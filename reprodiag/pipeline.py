@@ -69,7 +69,10 @@ def run_stages(store: Store, opts: PipelineOptions) -> Iterator[StageReport]:
                       collect=None)
     stage("score")
     yield run_score(store, input=None, output=None, threshold=opts.threshold, rejects=None, seed=opts.seed)
-    if opts.replay:
+    if opts.replay and not opts.replay_bundled and not store.cases(status="ready"):
+        yield StageReport(stage="replay", notes=["no reviewed cases in the workspace: draft them with "
+                                                 "`reprodiag replay --draft`, review, then mark them ready"])
+    elif opts.replay:
         stage("replay")
         yield run_replay(store, cases=[], backend=opts.sandbox_backend, unsafe_local=False, output=None,
                          bundled=opts.replay_bundled, draft=False, concurrency=opts.replay_concurrency)

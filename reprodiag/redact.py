@@ -135,16 +135,37 @@ def _check_high_entropy(m: re.Match[str]) -> str | None:
 
 
 _IP_KEEP = ("127.", "0.0.0.0", "255.255.255.255")
+#: Names after which a dotted quad is a version (``cuDNN 8.9.2.26``, ``TensorRT-8.6.1.6``), not an address.
+VERSION_CONTEXT_NAMES = (
+    "cudnn", "libcudnn[0-9]*", "tensorrt", "trt", "nccl", "libnccl[0-9]*", "cuda", "cudatoolkit", "cublas", "cufft",
+    "driver", "nvidia-driver", "torch", "pytorch", "torchvision", "torchaudio", "tensorflow", "tensorflow-gpu",
+    "tf", "keras", "jax", "jaxlib", "python", "numpy", "scipy", "transformers", "onnx", "onnxruntime", "openvino",
+    "mkl", "gcc", "g\\+\\+", "clang", "cmake", "protobuf", "triton", "xformers", "apex", "deepspeed", "mxnet",
+    "paddle", "paddlepaddle", "opencv", "opencv-python", "pillow", "mmcv", "mmcv-full", "detectron2", "release",
+    "version", "ver", "build", "rev", "revision",
+)
+_VERSION_BEFORE_RE = re.compile(
+    r"(?i)(?:(?:^|[^A-Za-z0-9])(?:" + "|".join(VERSION_CONTEXT_NAMES) + r")[ \t]*[=:_\-]*[ \t]*v?"
+    r"|(?:==|>=|<=|~=|!=)[ \t]*v?|(?:^|[^A-Za-z0-9])v[ \t]*|[0-9]\.)$")
 
 
 def _check_ip(m: re.Match[str]) -> str | None:
-    """IPv4 with octets <= 255; loopback/unspecified addresses and version strings are kept."""
-    prefix, ip = m.group(1), m.group(2)
-    if prefix:  # "cuDNN 8.9.2.26", "version 1.2.3.4", "v1.2.3.4": a version, not an address
-        return None
+    """A dotted quad is an IPv4 address (masked) unless it is a version.
+
+    Kept: an octet above 255 or with a leading zero; a version context right
+    before it (a library name as in ``cuDNN 8.9.2.26`` / ``TensorRT-8.6.1.6``,
+    ``version``, ``v``, a pin such as ``==``); a fifth part (``1.2.3.4.5``);
+    loopback, unspecified and broadcast addresses.
+    """
+    ip = m.group(0)
     if any(int(o) > 255 or (len(o) > 1 and o.startswith("0")) for o in ip.split(".")):
         return None
     if ip.startswith(_IP_KEEP):
+        return None
+    after = m.string[m.end():m.end() + 2]
+    if len(after) == 2 and after[0] == "." and after[1].isascii() and after[1].isdigit():
+        return None
+    if _VERSION_BEFORE_RE.search(m.string[max(0, m.start() - 40):m.start()]):
         return None
     return placeholder("IP")
 
@@ -170,6 +191,13 @@ _SECRET_RULES: tuple[Rule, ...] = (
     Rule("BEARER_TOKEN", r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{16,}", "${1}[REDACTED_BEARER_TOKEN]"),
 )
 
+_L = r"[A-Za-z0-9._%+\-]"
+#: An e-mail address whose local part is not ``git`` (``git@github.com:owner/repo`` is a public SSH remote).
+_EMAIL_PATTERN = (
+    rf"\b(?:{_L}{{4,}}|{_L}{{1,2}}|[A-FH-Za-fh-z0-9._%+\-]{_L}{_L}|[gG][A-HJ-Za-hj-z0-9._%+\-]{_L}"
+    rf"|[gG][iI][A-SU-Za-su-z0-9._%+\-])@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{{2,}}\b"
+)
+
 #: Personal data patterns that need no Python check.
 _PII_RULES: tuple[Rule, ...] = (
     Rule("EMAIL_BOILERPLATE",
@@ -179,7 +207,7 @@ _PII_RULES: tuple[Rule, ...] = (
          r"(?m)^[ \t]*(?:—|--|-)?[ \t]*\r?\n?[ \t]*You are receiving this because[^\n]*(?:\n[^\n]*"
          r"(?:Reply to this email directly|view it on GitHub|unsubscribe|Triage notifications)[^\n]*)*",
          " ", secret=False),
-    Rule("EMAIL", r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b", secret=False),
+    Rule("EMAIL", _EMAIL_PATTERN, secret=False),
     Rule("HOME_PATH",
          r"(/home/|/Users/|/mnt/[A-Za-z]/Users/|\b[A-Za-z]:[\\/]+Users[\\/]+)"
          r"[A-Za-z0-9._\-]+",
@@ -195,14 +223,9 @@ CHECKED_RULES: tuple[Rule, ...] = (
          r"(?i)\b([A-Za-z_]*(?:token|api_?key|apikey|secret|secret_?key|passwd|password|pwd|access_?key|auth_?key"
          r"|client_?secret|credentials?)s?[\"']?)(\s*[:=]\s*[\"']?)([A-Za-z0-9_\-./+=~!#%^&*]{4,})",
          check=_check_assignment),
-    Rule("IP", r"(?i)(\b(?:cudnn|tensorrt|trt|nccl|driver|version|ver|v)[ =:_\-]*)?"
-               r"\b([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})\b",
-         secret=False, check=_check_ip),
+    Rule("IP", r"\b[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\b", secret=False, check=_check_ip),
     Rule("HIGH_ENTROPY", r"[A-Za-z0-9+/]{32,}={0,2}", secret=False, check=_check_high_entropy),
 )
-
-#: Prefilter: a text can change under :data:`CHECKED_RULES` or user-name redaction only if this matches.
-CHECKED_PREFILTER = r"(?i)(?:token|key|secret|pass|pwd|credential|[0-9]\.[0-9]{1,3}\.[0-9]|[A-Za-z0-9+/]{32}|@)"
 
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in PURE_RULES + CHECKED_RULES)) + ("USER",)
 
@@ -270,15 +293,61 @@ def mask_secrets(text: str) -> str:
 # --------------------------------------------------------------------------- people
 
 ROLES = ("asker", "maintainer", "contributor", "bot", "user")
-_PLACEHOLDER_RE = re.compile(r"^(?:asker|maintainer|contributor|bot|user)_[0-9]+$")
+PLACEHOLDER_PATTERN = r"^(?:asker|maintainer|contributor|bot|user)_[0-9]+$"
+_PLACEHOLDER_RE = re.compile(PLACEHOLDER_PATTERN)
+#: Characters that may not come right before an ``@mention`` (so e-mails and ``git@host`` are not mentions).
+MENTION_BEFORE_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.`/-")
+#: The word after ``@``: a maximal ``[A-Za-z0-9_-]`` run, optionally ``[bot]``; no backtracking into it.
+MENTION_WORD_PATTERN = r"[A-Za-z0-9_\-]+(?:\[bot\])?"
+#: A valid GitHub login (alphanumerics and single inner hyphens), optionally an app's ``[bot]`` suffix.
+LOGIN_PATTERN = r"^[A-Za-z0-9](?:-?[A-Za-z0-9])*(?:\[bot\])?$"
+_LOGIN_RE = re.compile(LOGIN_PATTERN)
 _MENTION_RE = re.compile(
-    r"(?<![A-Za-z0-9_.`/\-])@([A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(?:\[bot\])?)(?![A-Za-z0-9_(/\-]|\.[A-Za-z0-9_])")
+    r"(?<![A-Za-z0-9_.`/\-])@((?>" + MENTION_WORD_PATTERN + r"))(?![A-Za-z0-9_(/\-]|\.[A-Za-z0-9_])")
 #: ``@name`` words that are Python decorators, not people.
-_DECORATORS = frozenset({
+DECORATORS = frozenset({
     "property", "staticmethod", "classmethod", "dataclass", "abstractmethod", "wraps", "override",
     "cached_property", "lru_cache", "cache", "contextmanager", "pytest", "jit", "torch", "tf", "jax",
     "register", "overload", "final", "functools", "typing", "app", "param", "parametrize", "fixture",
 })
+#: Lower-case words of 6+ letters that are too common in ML threads to replace as bare logins.
+COMMON_WORDS = frozenset("""
+about across action actions active actually added adding address advance after again against agreed
+algorithm already always amazing analysis anchor another answer answers anyone anything appear applied
+approach arrays around article assert attention author authors automatic available average backend
+backward baseline batches before behavior behaviour benchmark better between beyond binary bounding branch
+bridge broken buffer bugfix builds button called camera cannot caption change changed changes channel
+channels charge checked checks choice choose chrome circle claims classes client closed cluster coding
+column commit common compare compute config configs confirm console content context control convert
+correct counts create custom damage darknet dataset datasets debian debugs decode decoder deepmind
+default defaults define degree delete demand depend deploy design detail detect detection details device
+devices differ direct docker domain double driver during dynamic easily editor effect effort either
+embedding enable encode encoder engine enough ensure entity epochs equals errors escape estimate events
+except expect expert export extend extract facebook factor failed family faster feature features figure
+filter finally finder fixing flexible follow follows forget format former forward frames friend fusion
+future gained gather general generic getting github gitlab global google gradient graphics greedy ground
+growth guides handle happen hardware header health height helper hidden higher history horizon hybrid
+ignore images impact import improve include indeed inference inform inputs inside insight install
+instance instead intent invalid issues itself kernel kernels labels ladder latest launch layers leader
+league length letter lightning linear linked linux listen little loaded loader locale locked logger
+logits looking losses machine mainly making manual manager mapping margin market master matrix matter
+maximum medium member memory merged method methods metric metrics middle minimum mirror missing mistake
+mixing mobile models module modules moment monitor months mostly motion moving native nature nearly
+needed neural neurips notice number numbers numpy object office online openai option options oracle
+origin output outputs padding paper papers params parent parser partial passed patched people period
+person phrase picked player plugin pocket pointer points policy portal posted powers prefer pretty
+prince print printer prior privacy private probably problem process produce profile prompt proper public
+pull pulled python pytorch quality random ranges rather reader reason recall recent record reduce
+refine region regular related release remote remove render repeat replay report request require rescue
+reset result results return review reward robust rounds sample samples sampler saving scaled scheduler
+school scores screen script scripts search second secret section select sender series server service
+settings should signal silver simple single sizing socket solved source special speech spirit spring
+square stable status steady stream street strict string strong studio subset summer supply support
+switch symbol system tables target tensor tensorflow tested thanks thread threads ticket tokens toward
+tracker traffic trained trainer training transformer transformers travel trials tricks triple tuning
+unable unique united unless update updated upload useful values vector verify version vision visual
+volume weight weights window winter within without worker worked working writer yellow
+""".split())
 
 
 def is_bot_login(login: str) -> bool:
@@ -286,16 +355,38 @@ def is_bot_login(login: str) -> bool:
     return low.endswith(("[bot]", "-bot", "_bot")) or low in {"stale", "dependabot", "codecov", "github-actions"}
 
 
+def is_login_like(login: str) -> bool:
+    """Whether a participant login is replaced where it appears as a bare word (not only as ``@login``).
+
+    True for 3+ character logins that contain a digit, hyphen or underscore,
+    mix upper and lower case, or have 6+ characters and are not a common word
+    (:data:`COMMON_WORDS`); so participants named ``data``, ``model`` or
+    ``bert`` do not blank out ordinary prose. Bot logins (``name[bot]``) and
+    placeholders are never replaced as bare words.
+    """
+    if len(login) < 3 or "[" in login or _PLACEHOLDER_RE.match(login):
+        return False
+    if any(c.isdigit() or c in "-_" for c in login):
+        return True
+    if any(c.isupper() for c in login) and any(c.islower() for c in login):
+        return True
+    return len(login) >= 6 and login.lower() not in COMMON_WORDS
+
+
 class People:
     """Per-thread mapping login → placeholder (see module docstring for the scheme).
 
-    Logins compare case-insensitively (GitHub logins are). A placeholder maps
-    to itself, so redaction is idempotent.
+    Logins compare case-insensitively (GitHub logins are) for ``@mentions``
+    and author fields. A placeholder maps to itself, so redaction is
+    idempotent. :attr:`bare_logins`: the participants' logins (as first
+    written) that are also replaced as bare words (:func:`is_login_like`);
+    users only ``@mentioned`` are replaced in their ``@`` form only.
     """
 
     def __init__(self, participants: Iterable[tuple[str, str]] = ()) -> None:
         self._map: dict[str, str] = {}
         self._next: Counter[str] = Counter()
+        self._bare: dict[str, str] = {}
         for login, role in participants:
             self.add(login, role)
 
@@ -312,24 +403,30 @@ class People:
         ph = f"{role}_{self._next[role]}"
         self._next[role] += 1
         self._map[key] = ph
+        if role != "user" and is_login_like(login):
+            self._bare[login] = ph
         return ph
 
     def get(self, login: str | None) -> str | None:
         return None if login is None else self._map.get(login.lower())
 
     @property
-    def logins(self) -> tuple[str, ...]:
-        return tuple(k for k, v in self._map.items() if k != v)
-
+    def bare_logins(self) -> Mapping[str, str]:
+        return self._bare
 
 
 _BEFORE_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.@[")
 _AFTER_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
-def _bare_spans(text: str, low: str, login: str) -> Iterator[tuple[int, int]]:
-    """Whole-token occurrences of ``login`` (lower case) in ``text``; ``owner/repo`` references excluded."""
-    start = low.find(login)
+def bare_spans(text: str, login: str) -> Iterator[tuple[int, int]]:
+    """Whole-word, case-sensitive occurrences of ``login`` in ``text``.
+
+    Whole word: the character before is not in ``[A-Za-z0-9_.@[-]`` and the one
+    after not in ``[A-Za-z0-9_-]``; ``login/name`` (a repository reference)
+    does not count.
+    """
+    start = text.find(login)
     n = len(login)
     while start >= 0:
         end = start + n
@@ -338,34 +435,40 @@ def _bare_spans(text: str, low: str, login: str) -> Iterator[tuple[int, int]]:
         repo_ref = after == "/" and end + 1 < len(text) and text[end + 1].isascii() and text[end + 1].isalnum()
         if before not in _BEFORE_BLOCK and after not in _AFTER_BLOCK and not repo_ref:
             yield start, end
-        start = low.find(login, start + 1)
+        start = text.find(login, start + 1)
 
 
 def redact_people(text: str, people: People, counts: Counter[str]) -> str:
-    """Replace @mentions (anyone) and bare known logins by placeholders; new mentions join ``people``."""
+    """Replace ``@mentions`` (anyone) and bare participant logins by placeholders.
+
+    ``@name`` counts as a mention when ``name`` is a valid GitHub login, the
+    ``@`` does not follow a word character, ``.``, backtick, ``/`` or ``-``
+    (e-mail addresses, ``git@github.com``) and the name is not followed by
+    ``(``, ``/`` or ``.word`` (decorators, paths). Python decorator names
+    (:data:`DECORATORS`) are kept unless they are a participant. Mentioned
+    users who are not participants join ``people`` as ``user_<n>`` in order
+    of first appearance. Bare logins: :attr:`People.bare_logins`, matched by
+    :func:`bare_spans`.
+    """
     if "@" in text:
         def mention(m: re.Match[str]) -> str:
             login = m.group(1)
-            if login.lower() in _DECORATORS and people.get(login) is None:
+            if not _LOGIN_RE.match(login):
                 return m.group(0)
-            if _PLACEHOLDER_RE.match(login) and people.get(login) in (None, login):
-                people.add(login)
+            if login.lower() in DECORATORS and people.get(login) is None:
                 return m.group(0)
             counts["USER"] += 1
             return "@" + people.add(login, "user")
 
         text = _MENTION_RE.sub(mention, text)
-    low = text.lower()
-    if len(low) != len(text):  # lower-casing changed offsets (rare Unicode): fall back to a regex
-        low = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
-    found = [x for x in people.logins if len(x) >= 3 and x in low]
+    found = [x for x in people.bare_logins if x in text]
     if not found:
         return text
     taken: list[tuple[int, int, str]] = []
     for login in sorted(found, key=len, reverse=True):
-        for a, b in _bare_spans(text, low, login):
+        for a, b in bare_spans(text, login):
             if all(b <= s or a >= e for s, e, _ in taken):
-                taken.append((a, b, people.get(login) or login))
+                taken.append((a, b, people.bare_logins[login]))
     if not taken:
         return text
     counts["USER"] += len(taken)

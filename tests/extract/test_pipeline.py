@@ -87,6 +87,8 @@ def test_bench_reports_all_figures(tmp_path: Path) -> None:
     text = " ".join(rep.notes)
     assert "dev (3 threads" in text and "holdout (3 threads" in text and "precision 1.000" in text
     assert rep.counts["filter_threads_per_s"] > 0
+    # the third column: the bundled, independently labeled sample corpus
+    assert rep.counts["sample_rows"] == 80 and "sample (80 threads, 53 reproduction): precision" in text
 
 
 def _many_threads(n: int) -> list:  # noqa: ANN001

@@ -33,3 +33,22 @@ def test_order_and_ids_follow_input() -> None:
     got = classify(threads)
     assert [d.thread_id for d in got] == [t.id for t in threads]
     assert [d.is_reproduction for d in got] == [True, True, False, False]
+
+
+def test_prefilter_never_changes_the_signals(sample_threads) -> None:  # noqa: ANN001
+    from extract.bench import DEFAULT_DEV_SET, load_dev_set
+    from extract.relevance import signals
+
+    threads = [t for t, _, _ in load_dev_set(DEFAULT_DEV_SET)] + list(sample_threads)
+    threads += [make_thread(t, b, REPLY) for t, b in POSITIVE + NEGATIVE]
+    for t in threads:
+        assert signals(t).names == signals(t, prefilter=False).names, t.id
+
+
+@pytest.mark.parametrize("body", [
+    "Table 1 lists 42.0 AP but the other paper reports 43.3. I haven't run anything, just want to cite it.",
+    "README says 0.1545 while the paper's Table 2 says 0.1554, probably a typo in the README. Not trying to "
+    "reproduce anything.",
+])
+def test_questions_without_an_own_run_are_dropped(body: str) -> None:
+    assert not classify([make_thread("Number in your table differs from the paper?", body, REPLY)])[0].is_reproduction

@@ -78,3 +78,17 @@ def test_odd_unicode_and_huge_bodies_do_not_crash() -> None:
     t = make_thread("\u202e\u0000 weird", "🙂" * 10 + "x" * 300_000 + " I get 1.5 vs 2.5 in the paper", [])
     r = RulesExtractor().extract([t])[0]
     assert r.thread_id == t.id
+
+
+def test_post_fix_numbers_are_not_the_obtained_value() -> None:
+    t = make_thread("Lower AP than the model zoo", "The model zoo says 40.2 box AP for this config.", [
+        ("asker", "NONE", "Forgot to say: I get 38.1 box AP."),
+        ("maint", "MEMBER", "Did you use the 3x schedule? The zoo number is for 36 epochs."),
+        ("asker", "NONE", "With 36 epochs I get 40.1, thanks!"),
+    ], state_reason="completed")
+    r = RulesExtractor().extract([t])[0]
+    assert (r.symptom.paper_value, r.symptom.obtained_value) == (40.2, 38.1)
+    # the only number of the asker's own comes after a reply: a post-fix result, not the failing run
+    late = make_thread(t.title, t.body, [("maint", "MEMBER", "Did you use the 3x schedule?"),
+                                         ("asker", "NONE", "With 36 epochs I get 40.1, thanks!")])
+    assert RulesExtractor().extract([late])[0].symptom.obtained_value is None

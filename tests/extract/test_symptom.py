@@ -38,3 +38,48 @@ def test_quotes_are_verbatim() -> None:
     text = "The paper reports 81.8 top-1,\n   I get 79.8 with the default config."
     s = find_symptom(text)
     assert s.paper.quote in text and s.obtained.quote in text
+
+
+MORE = [
+    # "X (paper Y)" with a unit or words between, and the metric name containing digits
+    ("SI-SDRi = 14.3 dB (paper 15.6).", 15.6, 14.3),
+    ("halfcheetah normalized score 70.2 with the new bindings (paper 91.6).", 91.6, 70.2),
+    ("I get pass@1 = 21.3 on HumanEval, README says 25.6.", 25.6, 21.3),
+    ("Test bpc = 1.08, can't get 1.02 like the paper.", 1.02, 1.08),
+    # a comparison whose subject is the asker's result; "the paper's" as a possessive
+    ("MSE way higher than reported (0.734 vs 0.172)", 0.172, 0.734),
+    ("So ROUGE-L 12.09 vs the paper's 41.4 ??", 41.4, 12.09),
+    # a paper statement on its own, then the asker's number in a later sentence
+    ("Paper Table 2: hopper = 64.6. After 1M steps the normalized return is 58.1.", 64.6, 58.1),
+    # Chinese
+    ("我跑出来只有 71.2，论文里是 74.5。", 74.5, 71.2),
+]
+
+
+@pytest.mark.parametrize(("text", "paper", "mine"), MORE)
+def test_more_number_pairs(text: str, paper: float, mine: float) -> None:
+    s = find_symptom(text)
+    assert (s.paper and s.paper.value, s.obtained and s.obtained.value) == (paper, mine)
+
+
+def test_tables_with_paper_and_mine_columns_or_rows() -> None:
+    cols = "| Dataset | Mine | Paper |\n|---|---|---|\n| IIIT5k | 95.1 | 99.1 |\n| SVT | 91.0 | 97.9 |"
+    s = find_symptom("Results:\n\n" + cols)
+    assert (s.paper.value, s.obtained.value) == (99.1, 95.1)
+    rows = "| | mAP |\n|---|---|\n| reproduced | 38.1 |\n| reported in paper | 40.2 |"
+    s = find_symptom(rows)
+    assert (s.paper.value, s.obtained.value) == (40.2, 38.1)
+
+
+LOG_TRAPS = (
+    "Environment: torch 1.13.1, CUDA 11.7, Python 3.9, 8x V100, seed 42, batch size 256, 90 epochs, "
+    "lr 0.1, input 224x224, issue #1234, run on 2023-04-05, training 45% done.\n"
+    "```\nEpoch 89: loss 1.23 acc 75.31\nval acc 76.02\n```\n"
+)
+
+
+def test_log_and_config_numbers_are_never_values() -> None:
+    s = find_symptom(LOG_TRAPS)
+    assert s.paper is None and s.obtained is None
+    s = find_symptom(LOG_TRAPS + "I only get 76.0 top-1 while the paper reports 77.4.")
+    assert (s.paper.value, s.obtained.value) == (77.4, 76.0)

@@ -29,7 +29,7 @@ ENTROPY = "Zx8Kq2LmP9vR4tW7nB3cD6fG1hJ5kY0sA2qW"
 ASSIGNED = "q8Zk2LmP0xYv7RtW3nB9"
 KEY_BODY = "MIIEowIBAAKCAQEAx7secretkeymaterial"
 SECRETS = [GH, GH_PAT, OPENAI, OPENAI_OLD, ANTHROPIC, AWS_ID, AWS_SECRET, HF, ENTROPY, ASSIGNED, KEY_BODY]
-PII = ["jane.doe@example.org", "203.0.113.77", "alice-w", "carol", "bobmaint", "Zed Example"]
+PII = ["jane.doe@example.org", "203.0.113.77", "alice-w", "carol", "carol42", "bobmaint", "Zed Example"]
 
 PLANTED = f"""I get 28.4 BLEU vs 32.7. My token is {GH} and {GH_PAT}.
 OPENAI_API_KEY={OPENAI} (old: {OPENAI_OLD}), claude {ANTHROPIC}
@@ -108,8 +108,10 @@ def test_user_names_get_stable_role_placeholders() -> None:
     people = People([("Alice-W", "asker"), ("bobmaint", "maintainer"), ("helper1", "contributor")])
     out = redact_text("@alice-w thanks @BobMaint; helper1 and @stranger agree; see bobmaint/repo", people)
     assert out == "@asker_0 thanks @maintainer_0; contributor_0 and @user_0 agree; see bobmaint/repo"
-    # same people object: same placeholders in another field
-    assert redact_text("ping @stranger and alice-w", people) == "ping @user_0 and asker_0"
+    # same people object: same placeholders in another field; bare logins match case-sensitively as written,
+    # and users only @mentioned are replaced in their @ form only
+    assert redact_text("ping @stranger and Alice-W, stranger", people) == "ping @user_0 and asker_0, stranger"
+    assert redact_text("alice-w", people) == "alice-w"
 
 
 def test_redaction_is_idempotent() -> None:
@@ -127,8 +129,8 @@ def _thread() -> Thread:
             Comment(id="c1", author="bobmaint", author_association="OWNER", created_at=t0,
                     body="@alice-w use sacreBLEU; my key was " + OPENAI),
             Comment(id="c2", author="dependabot[bot]", created_at=t0, body="bump"),
-            Comment(id="c3", author="carol", created_at=t0, body="same at /home/carol/x",
-                    replies=[Comment(id="c4", author="alice-w", created_at=t0, body="thanks carol")]),
+            Comment(id="c3", author="carol42", created_at=t0, body="same at /home/carol/x",
+                    replies=[Comment(id="c4", author="alice-w", created_at=t0, body="thanks carol42")]),
         ],
     )
 
