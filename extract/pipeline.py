@@ -154,6 +154,18 @@ def _hash_key(tid: str) -> str:
     return "extract-hash:" + tid
 
 
+def _signature(extractor: Extractor, backend: str, model: str | None, thread: Thread) -> str:
+    """What a stored record was extracted from: backend, model, prompt/rules version and thread content.
+
+    A record is re-extracted when any of them changes (e.g. rules first, then an LLM backend)."""
+    from extract.rules import PROMPT_VERSION as RULES_VERSION
+
+    version = RULES_VERSION if backend == "rules" else getattr(extractor, "prompt_version", None)
+    if version is None:
+        from extract.prompts import PROMPT_VERSION as version
+    return "|".join((backend, model or "", version, thread.content_hash()))
+
+
 def run_extract(store: Any, *, input: Path | None = None, output: Path | None = None, backend: str = "rules",
                 model: str | None = None, base_url: str | None = None, no_filter: bool = False,
                 concurrency: int = 8, batch: Path | None = None, collect: Path | None = None) -> StageReport:
@@ -180,7 +192,14 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
             ids = [d.thread_id for d in store.iter_decisions(only_positive=True)]
         threads = list(store.iter_threads(ids=ids)) if ids is not None else list(store.iter_threads())
         have = store.record_ids()
-        todo = [t for t in threads if not (t.id in have and store.cache_get(_hash_key(t.id)) == t.content_hash())]
+        if ids is not None:
+            # threads the filter no longer keeps (e.g. edited since) must not keep a stale record
+            gone = have - set(ids)
+            if gone:
+                counts["records_removed"] = store.delete_records(sorted(gone))
+                have -= gone
+        todo = [t for t in threads if not (t.id in have and store.cache_get(_hash_key(t.id))
+                                           == _signature(extractor, backend, model, t))]
         counts["skipped_unchanged"] = len(threads) - len(todo)
     counts["threads"] = len(threads)
     notes: list[str] = []
@@ -207,7 +226,8 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
                 store.put_records(got)
                 by_id = {t.id: t for t in chunk}
                 for r in got:
-                    store.cache_put(_hash_key(r.thread_id), by_id[r.thread_id].content_hash())
+                    store.cache_put(_hash_key(r.thread_id), _signature(extractor, backend, model,
+                                                                       by_id[r.thread_id]))
                 if new_fails:
                     store.put_rejects("extract", sorted(new_fails.items()))
                 # a thread that failed on an earlier run and now succeeded is no longer a reject

@@ -520,6 +520,14 @@ class Store:
         for (doc,) in self.query(sql + " ORDER BY thread_id", params):
             yield Record.model_validate_json(doc)
 
+    def delete_records(self, ids: Iterable[str]) -> int:
+        """Remove records (e.g. of threads the filter no longer keeps); returns how many were removed."""
+        n = 0
+        with self.transaction() as c:
+            for tid in ids:
+                n += c.execute("DELETE FROM records WHERE thread_id=?", (tid,)).rowcount
+        return n
+
     def record_ids(self) -> set[str]:
         return {r[0] for r in self.query("SELECT thread_id FROM records")}
 

@@ -174,3 +174,32 @@ def test_filter_killed_part_way_is_completed_by_extract(store) -> None:
                       no_filter=False, concurrency=1, batch=None, collect=None)
     assert store.count("decisions") == len(threads)
     assert rep.counts["records"] == 3
+
+
+def test_switching_backend_re_extracts_and_flipped_decisions_drop_records(store, openai_server) -> None:
+    from tests.extract.llm_helpers import answer_for, llm_thread, thread_number
+    from tests.fakes.llm_server import Reply
+
+    threads = [llm_thread(i) for i in range(3)]
+    store.upsert_threads(threads)
+    kw = dict(input=None, output=None, model=None, base_url=None, no_filter=False, concurrency=1, batch=None,
+              collect=None)
+    assert run_extract(store, backend="rules", **kw).counts["records"] == 3
+    assert {r.extractor.backend for r in store.iter_records()} == {"rules"}
+    # a different backend is not "unchanged work": every record is extracted again with it
+    by_number = {t.number: t for t in threads}
+    openai_server.responder = lambda req: Reply.json(answer_for(by_number[thread_number(req.prompt_text)]))
+    kw.update(model="local-model", base_url=openai_server.base_url)
+    rep = run_extract(store, backend="openai-compatible", **kw)
+    assert rep.counts["records"] == 3 and rep.counts["skipped_unchanged"] == 0
+    assert {r.extractor.backend for r in store.iter_records()} == {"openai-compatible"}
+    assert run_extract(store, backend="openai-compatible", **kw).counts["skipped_unchanged"] == 3
+    # a thread edited into a plain bug report loses its record on the next run
+    bug = threads[0].model_copy(update={
+        "title": "KeyError when loading config", "comments": [],
+        "body": "Steps to reproduce: run `python train.py --cfg x.yaml`, it crashes with KeyError: 'lr'.",
+        "updated_at": threads[0].updated_at.replace(year=threads[0].updated_at.year + 1)})
+    store.upsert_threads([bug])
+    rep = run_extract(store, backend="openai-compatible", **kw)
+    assert rep.counts.get("records_removed") == 1
+    assert threads[0].id not in store.record_ids() and len(store.record_ids()) == 2
