@@ -1,5 +1,11 @@
 """A loopback fake GitHub (REST v3 + GraphQL) serving a corpus of :class:`Thread`s.
 
+In-process: :func:`serve_fake_github` / :class:`FakeGitHubThread`. In its own process
+(so its CPU does not share the client's GIL): ``python -m miner.fake_github --corpus
+threads.jsonl [--meta repos.json] [--tokens-file F] [--latency-ms 100] [--port 0]``
+prints its base URL on the first line of stdout and serves until SIGTERM, SIGINT or
+the end of stdin (see :class:`miner.fake_process.FakeGitHubProcess`).
+
 Used by the tests and by the offline demo. It speaks GitHub's wire format closely
 enough that the production clients (gql's AIOHTTPTransport, PyGithub) run unchanged:
 
@@ -20,19 +26,23 @@ updated during a pass moves instead of shifting the pages after it.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import hashlib
 import json
 import math
 import random
+import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -132,6 +142,8 @@ class FakeState:
     def __init__(self, threads: Sequence[Thread], repos_meta: dict[str, dict[str, Any]] | None,
                  tokens: Sequence[str | Secret] | None, faults: Faults | None, latency_ms: float) -> None:
         self.threads: dict[tuple[str, str, int], Thread] = {}
+        self._lists: dict[tuple[str, str], dict[int, Thread]] = {}
+        self._nodes: dict[str, tuple[Comment, Thread]] | None = None
         self.meta: dict[str, dict[str, Any]] = {}
         self.aliases: dict[str, str] = {}
         self.lock = threading.RLock()
@@ -158,6 +170,8 @@ class FakeState:
         """Add or replace a thread (tests use it to change a thread between two syncs)."""
         with self.lock:
             self.threads[(t.repo.lower(), t.kind, t.number)] = t
+            self._lists.setdefault((t.repo.lower(), t.kind), {})[t.number] = t
+            self._nodes = None
             self.meta.setdefault(t.repo.lower(), {"name": t.repo})
 
     def repo_name(self, owner: str, name: str) -> str | None:
@@ -170,7 +184,19 @@ class FakeState:
 
     def repo_threads(self, key: str, kind: str) -> list[Thread]:
         with self.lock:
-            return [t for (r, k, _n), t in self.threads.items() if r == key and k == kind]
+            return list(self._lists.get((key, kind), {}).values())
+
+    def comment_node(self, node_id: str) -> tuple[Comment, Thread] | None:
+        """A comment or reply by node id (index rebuilt after :meth:`put_thread`)."""
+        with self.lock:
+            if self._nodes is None:
+                self._nodes = {}
+                for t in self.threads.values():
+                    for c in t.comments:
+                        self._nodes[c.id] = (c, t)
+                        for r in c.replies:
+                            self._nodes[r.id] = (r, t)
+            return self._nodes.get(node_id)
 
     def get(self, key: str, kind: str, number: int) -> Thread | None:
         with self.lock:
@@ -381,15 +407,9 @@ class _Graph:
         }
 
     def node(self, info: Any, id: str, **_: Any) -> dict[str, Any] | None:  # noqa: A002 - GraphQL name
-        with self.s.lock:
-            threads = list(self.s.threads.values())
-        for t in threads:
-            for c in t.comments:
-                if c.id == id:
-                    return self.comment(c, t)
-                for r in c.replies:
-                    if r.id == id:
-                        return self.comment(r, t)
+        found = self.s.comment_node(id)
+        if found is not None:
+            return self.comment(*found)
         raise _GhError("NOT_FOUND", f"Could not resolve to a node with the global id of '{id}'")
 
 
@@ -426,12 +446,12 @@ class FakeGitHub:
         app.router.add_get("/api/v3/repos/{owner}/{name}/pulls", self._rest(self._pulls))
         return app
 
-    async def start(self) -> str:
+    async def start(self, port: int = 0) -> str:
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         site = web.SockSite(self._runner, sock)
         await site.start()
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -776,3 +796,80 @@ def serve_fake_github(threads: Sequence[Thread], repos_meta: dict[str, dict[str,
     """
     with FakeGitHubThread(threads, repos_meta, tokens=tokens, faults=faults, latency_ms=latency_ms) as srv:
         yield srv.url
+
+
+# ---------------------------------------------------------------------- python -m miner.fake_github
+
+
+def _load_corpus(path: Path) -> list[Thread]:
+    from reprodiag.schema import SchemaError, parse_thread
+
+    threads = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SystemExit(f"error: cannot read corpus {path}: {exc}") from None
+    for no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            threads.append(parse_thread(json.loads(line)))
+        except (json.JSONDecodeError, SchemaError) as exc:
+            raise SystemExit(f"error: {path} line {no}: {' '.join(str(exc).split())[:200]}") from None
+    return threads
+
+
+def _load_json(path: Path | None, what: str) -> Any:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"error: cannot read {what} {path}: {' '.join(str(exc).split())[:200]}") from None
+
+
+async def _serve_forever(srv: FakeGitHub, port: int) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    url = await srv.start(port)
+    print(url, flush=True)
+
+    def watch_stdin() -> None:
+        sys.stdin.read()
+        loop.call_soon_threadsafe(stop.set)
+
+    if not sys.stdin.isatty():
+        threading.Thread(target=watch_stdin, daemon=True).start()
+    await stop.wait()
+    await srv.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a corpus file on 127.0.0.1 until SIGTERM/SIGINT/stdin EOF; the URL is stdout's first line."""
+    ap = argparse.ArgumentParser(prog="python -m miner.fake_github",
+                                 description="Loopback fake GitHub (GraphQL + REST) serving a thread corpus.")
+    ap.add_argument("--corpus", type=Path, required=True, help="threads, one JSON object per line")
+    ap.add_argument("--meta", type=Path, help="JSON object: owner/name -> {stars, has_issues, renamed_from, ...}")
+    ap.add_argument("--tokens-file", type=Path, help="accepted tokens, one per line (default: any token)")
+    ap.add_argument("--latency-ms", type=float, default=0.0, help="delay before every answer")
+    ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    args = ap.parse_args(argv)
+    threads = _load_corpus(args.corpus)
+    meta = _load_json(args.meta, "--meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise SystemExit("error: --meta must hold a JSON object mapping owner/name to settings")
+    tokens = None
+    if args.tokens_file is not None:
+        try:
+            tokens = [ln.strip() for ln in args.tokens_file.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SystemExit(f"error: cannot read --tokens-file: {exc.__class__.__name__}") from None
+    srv = FakeGitHub(threads, meta, tokens=tokens, latency_ms=args.latency_ms)
+    asyncio.run(_serve_forever(srv, args.port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

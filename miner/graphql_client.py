@@ -18,7 +18,6 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import aiohttp
@@ -31,7 +30,7 @@ from gql.transport.exceptions import (
     TransportQueryError,
     TransportServerError,
 )
-from graphql import ExecutionResult, parse
+from graphql import DocumentNode, ExecutionResult, parse
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from miner.tokens import TokenPool, TokenState
@@ -102,9 +101,33 @@ class _GitHubTransport(AIOHTTPTransport):
         return ExecutionResult(data=result.get("data"), errors=result.get("errors"), extensions=ext)
 
 
-@lru_cache(maxsize=256)
-def _document(query: str) -> Any:
-    return parse(query)
+class _TextRequest(GraphQLRequest):
+    """A request sent as the query text we built (gql would otherwise parse it and print it back,
+    which costs ~100 ms of graphql-core per packed query). The document is parsed only if gql asks."""
+
+    def __init__(self, query: str, variables: dict[str, Any] | None) -> None:  # noqa: D107
+        self.query = query
+        self._doc: DocumentNode | None = None
+        self.variable_values = variables or None
+        self.operation_name = None
+        self.extensions = None
+
+    @property  # type: ignore[override]
+    def document(self) -> DocumentNode:
+        if self._doc is None:
+            self._doc = parse(self.query)
+        return self._doc
+
+    @document.setter
+    def document(self, value: DocumentNode) -> None:
+        self._doc = value
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"query": self.query}
+        if self.variable_values:
+            doc["variables"] = self.variable_values
+        return doc
 
 
 def _epoch(value: str | None) -> float | None:
@@ -157,7 +180,7 @@ class GraphQLClient:
 
     async def query(self, query: str, variables: dict[str, Any] | None = None, *, heavy: bool = False) -> Answer:
         """Run one query to completion (retrying transient failures); GitHub errors come back in ``errors``."""
-        request = GraphQLRequest(_document(query), variable_values=variables or None)
+        request = _TextRequest(query, variables)
         s = self.settings
         retrying = AsyncRetrying(
             stop=stop_after_attempt(s.max_attempts),
@@ -173,7 +196,7 @@ class GraphQLClient:
             raise GraphQLFailure(f"GitHub GraphQL kept failing after {s.max_attempts} attempts: {exc}") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _once(self, request: GraphQLRequest, heavy: bool) -> Answer:
+    async def _once(self, request: _TextRequest, heavy: bool) -> Answer:
         s = self.settings
         secondary = 0
         while True:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 #: Threads per list segment (GitHub's maximum page); halved on 502/504 down to MIN_PAGE.
@@ -66,6 +67,8 @@ fragment CommentFields on IssueComment {
   author { login }
   reactions { totalCount }
 }""",
+    "Replies": """
+fragment Replies on DiscussionComment { replies(first: 100) { pageInfo { hasNextPage endCursor } nodes { ...DCommentFields } } }""",
     "DCommentFields": """
 fragment DCommentFields on DiscussionComment {
   id body createdAt authorAssociation isAnswer
@@ -73,6 +76,24 @@ fragment DCommentFields on DiscussionComment {
   reactions { totalCount }
 }""",
 }
+
+_TYPE = {"issue": "Issue", "pull_request": "PullRequest", "discussion": "Discussion"}
+_PAGE_INFO = "pageInfo { hasNextPage endCursor }"
+
+
+def _labels_sel(args: str) -> str:
+    return f"labels({args}) {{ {_PAGE_INFO} nodes {{ name }} }}"
+
+
+def _comments_sel(kind: str, args: str) -> str:
+    nodes = "...DCommentFields replies { totalCount }" if kind == "discussion" else "...CommentFields"
+    return f"comments({args}) {{ {_PAGE_INFO} nodes {{ {nodes} }} }}"
+
+
+# Fill fragments for the common case (first page of 100): ``L<kind>`` labels, ``C<kind>`` comments.
+for _kind, _type in _TYPE.items():
+    _FRAGMENTS[f"L{_type}"] = f"\nfragment L{_type} on {_type} {{ {_labels_sel('first: 100')} }}"
+    _FRAGMENTS[f"C{_type}"] = f"\nfragment C{_type} on {_type} {{ {_comments_sel(_kind, 'first: 100')} }}"
 
 _LIST_FIELD = {"issue": "issues", "pull_request": "pullRequests", "discussion": "discussions"}
 _ONE_FIELD = {"issue": "issue", "pull_request": "pullRequest", "discussion": "discussion"}
@@ -178,16 +199,17 @@ def _list_text(alias: str, seg: ListSeg) -> str:
 
 def _fill_text(alias: str, fill: Fill, doc: _Doc) -> str:
     inner = []
-    if fill.labels is not None:
-        inner.append(f"labels({fill.labels.args()}) {{ pageInfo {{ hasNextPage endCursor }} nodes {{ name }} }}")
-    if fill.comments is not None:
-        if fill.kind == "discussion":
-            doc.fragments.add("DCommentFields")
-            nodes = "...DCommentFields replies { totalCount }"
+    t = _TYPE[fill.kind]
+    for page, prefix, sel in ((fill.labels, "L", _labels_sel), (fill.comments, "C", None)):
+        if page is None:
+            continue
+        if page == Page():
+            doc.fragments.add(prefix + t)
+            inner.append(f"...{prefix}{t}")
         else:
-            doc.fragments.add("CommentFields")
-            nodes = "...CommentFields"
-        inner.append(f"comments({fill.comments.args()}) {{ pageInfo {{ hasNextPage endCursor }} nodes {{ {nodes} }} }}")
+            inner.append(sel(page.args()) if sel else _comments_sel(fill.kind, page.args()))
+        if prefix == "C":
+            doc.fragments.add("DCommentFields" if fill.kind == "discussion" else "CommentFields")
     return f"{alias}: {_ONE_FIELD[fill.kind]}(number: {int(fill.number)}) {{ {' '.join(inner)} }}"
 
 
@@ -205,9 +227,12 @@ def build(plan: Plan) -> str:
                          + "\n    ".join(inner) + "\n  }")
     for j, rep in enumerate(plan.replies):
         doc.fragments.add("DCommentFields")
-        doc.parts.append(f"n{j}: node(id: {_lit(rep.comment_id)}) {{ ... on DiscussionComment {{ "
-                         f"replies({rep.page.args()}) {{ pageInfo {{ hasNextPage endCursor }} "
-                         "nodes { ...DCommentFields } } } }")
+        if rep.page == Page():
+            doc.fragments.add("Replies")
+            doc.parts.append(f"n{j}: node(id: {_lit(rep.comment_id)}) {{ ...Replies }}")
+        else:
+            doc.parts.append(f"n{j}: node(id: {_lit(rep.comment_id)}) {{ ... on DiscussionComment {{ "
+                             f"replies({rep.page.args()}) {{ {_PAGE_INFO} nodes {{ ...DCommentFields }} }} }} }}")
     return ("query Mine {\n  " + RATE + "\n  " + "\n  ".join(doc.parts) + "\n}\n"
             + "".join(_FRAGMENTS[f] for f in sorted(doc.fragments)) + "\n")
 
@@ -231,6 +256,40 @@ def plan_cost(plan: Plan) -> PlanCost:
         requests += 1
         nodes += rep.page.first
     return PlanCost(requests, points_for(requests), nodes)
+
+
+# ---------------------------------------------------------------------- probes
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Sizes before listing: canonical name, enabled flags, ``totalCount`` of each list (free), and for
+    ``newest`` kinds the newest ``updatedAt`` (1 request each; tells an incremental pass whether
+    anything changed in a list that has no ``since`` filter). ``since`` filters the issue count."""
+
+    owner: str
+    name: str
+    since: str | None = None
+    newest: tuple[str, ...] = ()
+
+
+def probe_query(probes: Sequence[Probe]) -> str:
+    """One alias ``r<i>`` per repository; the newest-node lists are aliased ``n<kind index>``."""
+    parts = []
+    for i, p in enumerate(probes):
+        since = f"(filterBy: {{since: {_lit(p.since)}}})" if p.since else ""
+        inner = [f"nameWithOwner hasIssuesEnabled hasDiscussionsEnabled issues{since} {{ totalCount }} "
+                 "pullRequests { totalCount } discussions { totalCount }"]
+        for kind in p.newest:
+            inner.append(f"n{KINDS.index(kind)}: {_LIST_FIELD[kind]}(first: 1, orderBy: {{field: UPDATED_AT, "
+                         "direction: DESC}) { nodes { updatedAt } }")
+        parts.append(f"r{i}: repository(owner: {_lit(p.owner)}, name: {_lit(p.name)}) {{ {' '.join(inner)} }}")
+    return "query Probe {\n  " + RATE + "\n  " + "\n  ".join(parts) + "\n}\n"
+
+
+def probe_cost(probes: Sequence[Probe]) -> PlanCost:
+    requests = sum(len(p.newest) for p in probes)
+    return PlanCost(requests, points_for(requests), requests)
 
 
 # ---------------------------------------------------------------------- repository metadata

@@ -47,6 +47,9 @@ INCREMENTAL_FIRST = 20
 NODE_BUDGET = 20_000
 MIN_NODE_BUDGET = 500
 MAX_TRIES = 3
+#: Repositories per probe query (a full sync probes for 0 requests; incremental ones for 2 each).
+PROBE_REPOS = 50
+_LIST_FIELDS = {"issue": "issues", "pull_request": "pullRequests", "discussion": "discussions"}
 DISABLED = {"issue": "issues disabled", "discussion": "discussions disabled"}
 
 
@@ -136,7 +139,7 @@ class _Repo:
     halvings: int = 0
     upserts: UpsertCounts = field(default_factory=UpsertCounts)
     disabled: list[str] = field(default_factory=list)
-    error: str | None = None
+    probed: bool = False
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -193,6 +196,7 @@ class _Batch:
     lists: list[list[_List]] = field(default_factory=list)
     fills: list[list[_FillWork]] = field(default_factory=list)
     replies: list[_ReplyWork] = field(default_factory=list)
+    probes: list[_Repo] = field(default_factory=list)
 
     def block(self, repo: _Repo) -> int:
         for i, r in enumerate(self.repos):
@@ -216,7 +220,7 @@ class _Batch:
         return Q.Plan(blocks, tuple(w.replies for w in self.replies))
 
     def involved(self) -> list[_Repo]:
-        out = list(self.repos)
+        out = list(self.repos) + list(self.probes)
         for w in self.replies:
             if all(r is not w.repo for r in out):
                 out.append(w.repo)
@@ -224,6 +228,9 @@ class _Batch:
 
     def split(self) -> list[_Batch]:
         """Two halves: by repository block when there are several, else by work item (lists stay together)."""
+        if self.probes:
+            h = len(self.probes) // 2
+            return [_Batch(probes=self.probes[:h]), _Batch(probes=self.probes[h:])] if h else [self]
         units: list[Any] = []
         for i, r in enumerate(self.repos):
             if self.lists[i]:
@@ -277,6 +284,7 @@ class Scheduler:
         self.by_name: dict[str, _Repo] = {}
         self.work: deque[_Work] = deque()
         self.node_budget = NODE_BUDGET
+        self.probing = False
         self.results: list[RepoResult] = []
         #: Called after each repository's result is appended (the caller records it at once).
         self.on_result: Callable[[], None] | None = None
@@ -294,29 +302,40 @@ class Scheduler:
         self.by_name[repo.name.lower()] = repo
 
     def _ready_lists(self) -> list[list[_List]]:
-        """Ready list segments, grouped per repository; activates waiting repositories as needed.
-
-        A repository's first segments (its *head*) travel together in one block.
-        """
+        """Ready list segments, grouped per repository (only probed repositories)."""
         self.active = [r for r in self.active if r.state == "active"]
         out: list[list[_List]] = []
         for repo in self.active:
-            lists = list(repo.lists.values())
-            if any(lst.busy and not lst.started for lst in lists):
-                continue  # its head is in flight
-            ready = [lst for lst in lists if not lst.busy and not lst.exhausted]
-            if ready:
-                out.append(ready)
-        want = LIST_NODES * self.concurrency
-        while self.waiting and len(self.active) < MAX_ACTIVE and \
-                sum(lst.next_first() for ls in out for lst in ls) < want:
+            if repo.probed:
+                ready = [lst for lst in repo.lists.values() if not lst.busy and not lst.exhausted]
+                if ready:
+                    out.append(ready)
+        return out
+
+    def _probe_batch(self, ready: list[list[_List]]) -> _Batch | None:
+        """Probe the next waiting repositories when the ready lists run low (one probe in flight).
+
+        Only repositories with a list to read from the start are probed; the others become ready at once.
+        """
+        if self.probing or not self.waiting:
+            return None
+        if sum(lst.next_first() for ls in ready for lst in ls) >= LIST_NODES * self.concurrency:
+            return None
+        batch = _Batch()
+        while self.waiting and len(batch.probes) < PROBE_REPOS and len(self.active) < MAX_ACTIVE:
             repo = self.waiting.popleft()
             if repo.name.lower() in self.by_name:
                 self._duplicate(repo, self.by_name[repo.name.lower()].name)
                 continue
             self._activate(repo)
-            out.append(list(repo.lists.values()))
-        return out
+            if any(lst.from_start and not lst.hw for lst in repo.lists.values()):
+                batch.probes.append(repo)
+            else:  # incremental or resuming: small first pages tell as much as a probe, one round trip sooner
+                repo.probed = True
+        if not batch.probes:
+            return None
+        self.probing = True
+        return batch
 
     # ------------------------------------------------------------------ building queries
 
@@ -325,11 +344,16 @@ class Scheduler:
 
         A query that is not full is only built when ``allow_partial`` (nothing else in flight).
         """
+        ready = self._ready_lists()
+        probe = self._probe_batch(ready)
+        if probe is not None:
+            return probe
+        ready = self._ready_lists()  # repositories activated without a probe are ready now
         batch = _Batch()
         requests = nodes = 0
         if sum(w.requests for w in self.work) < LOOKAHEAD_REQUESTS:
             list_nodes = 0
-            for ls in self._ready_lists():
+            for ls in ready:
                 want = sum(lst.next_first() for lst in ls)
                 if list_nodes and (list_nodes + want > LIST_NODES or nodes + want > self.node_budget):
                     continue
@@ -392,6 +416,12 @@ class Scheduler:
         return self.results
 
     async def _run(self, batch: _Batch) -> None:
+        if batch.probes:
+            try:
+                await self._run_probe(batch)
+            finally:
+                self.probing = False
+            return
         plan = batch.plan()
         cost = Q.plan_cost(plan)
         try:
@@ -408,6 +438,69 @@ class Scheduler:
             return
         self._charge(batch, ans.cost)
         self._absorb(batch, ans.data, ans.errors)
+
+    def _probe_of(self, repo: _Repo) -> Q.Probe:
+        issues = repo.lists.get("issue")
+        newest = tuple(k for k, lst in repo.lists.items() if k != "issue" and lst.hw and lst.from_start)
+        return Q.Probe(*repo.owner_name, since=issues.hw if issues else None, newest=newest)
+
+    async def _run_probe(self, batch: _Batch) -> None:
+        probes = [self._probe_of(r) for r in batch.probes]
+        try:
+            ans = await self.gh.query(Q.probe_query(probes))
+        except (GatewayError, GraphQLFailure) as exc:
+            parts = batch.split()
+            if len(parts) > 1:
+                for part in parts:
+                    await self._run_probe(part)
+                return
+            for repo in batch.probes:
+                self._fail(repo, str(exc)[:300])
+            return
+        for repo in batch.probes:
+            repo.points += ans.cost / len(batch.probes)
+            repo.requests += 1
+        for i, repo in enumerate(batch.probes):
+            block = ans.data.get(f"r{i}")
+            if block is None:
+                kind = _error_type(ans.errors, f"r{i}")
+                msg = next((str(e.get("message")) for e in ans.errors if (e.get("path") or [None])[0] == f"r{i}"),
+                           "no data")
+                if kind in _GONE:
+                    self._skip(repo, _GONE[kind])
+                else:
+                    self._fail(repo, f"repository unavailable: {' '.join(msg.split())[:200]}")
+                continue
+            self._canonical(repo, block.get("nameWithOwner"))
+            if repo.state == "active":
+                self._sized(repo, block)
+
+    def _sized(self, repo: _Repo, block: dict[str, Any]) -> None:
+        """Apply a probe's answer: disabled kinds, exact list sizes, unchanged lists."""
+        repo.probed = True
+        for kind, lst in repo.lists.items():
+            lst.started = True
+            flag = {"issue": "hasIssuesEnabled", "discussion": "hasDiscussionsEnabled"}.get(kind)
+            if flag and block.get(flag) is False:
+                repo.disabled.append(DISABLED[kind])
+                lst.exhausted = True
+                continue
+            if not lst.from_start:
+                continue  # resuming mid-pass: sizes unknown, read pages until GitHub says there is no more
+            total = int((block.get(_LIST_FIELDS[kind]) or {}).get("totalCount") or 0)
+            if kind != "issue" and lst.hw:
+                nodes = ((block.get(f"n{Q.KINDS.index(kind)}") or {}).get("nodes")) or []
+                newest = nodes[0].get("updatedAt") if nodes and isinstance(nodes[0], dict) else None
+                if newest is None or parse_time(newest) <= parse_time(lst.hw):  # type: ignore[operator]
+                    lst.exhausted = True  # nothing changed since the last complete pass
+                continue
+            lst.remaining = total
+            if total == 0:  # nothing to list: the pass is complete
+                lst.pages.append(_Page(lst, [], Checkpoint(repo.name, kind, high_water=lst.hw, complete=True,
+                                                           page_size=lst.page_size)))
+                lst.exhausted = True
+        for lst in repo.lists.values():
+            self._commit_ready(lst)
 
     async def _gateway(self, batch: _Batch, cost: Q.PlanCost) -> None:
         """GitHub timed out (502/504): ask for less (split the query, lower the node budget, halve pages)."""

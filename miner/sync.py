@@ -141,7 +141,7 @@ async def mine_async(store: Store, repos: list[str], *, url: str, tokens: list[S
             progress()
         counts.update(points=gh.points, requests=gh.requests, retries=gh.retries,
                       secondary_limits=gh.secondary_hits, rate_limited=gh.rate_limited,
-                      waited_s=int(pool.waited_s))
+                      waited_s=int(pool.waited_s), budget_waits=pool.waits)
     return counts
 
 

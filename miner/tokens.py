@@ -13,6 +13,7 @@ up to 12,500 on large organisations); never pool other people's personal tokens.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -56,6 +57,8 @@ class TokenPool:
         self.sleep = sleep
         self.on_wait = on_wait
         self.waited_s = 0.0
+        self.waits = 0
+        self._lock = threading.Lock()
 
     def _spendable(self, t: TokenState, now: float) -> bool:
         if t.blocked_until > now:
@@ -70,9 +73,9 @@ class TokenPool:
             at = max(at, t.reset_at)
         return at
 
-    async def acquire(self, cost: int = 1) -> TokenState:
-        """The spendable token with most budget left (reserving ``cost``); waits if none."""
-        while True:
+    def _pick(self, cost: int) -> tuple[TokenState | None, float, float]:
+        """The spendable token with most budget left (reserving ``cost``), else how long to wait and until when."""
+        with self._lock:
             now = self.clock()
             for t in self.states:
                 if t.reset_at and t.reset_at <= now and t.remaining < t.limit:
@@ -81,13 +84,30 @@ class TokenPool:
             if ready:
                 best = max(ready, key=lambda t: t.remaining)
                 best.remaining -= cost
-                return best
+                return best, 0.0, now
             until = min(self._free_at(t) for t in self.states)
             wait = max(0.01, until - now + 0.05)
-            if self.on_wait is not None:
-                self.on_wait(wait, until)
             self.waited_s += wait
+            self.waits += 1
+        if self.on_wait is not None:
+            self.on_wait(wait, until)
+        return None, wait, until
+
+    async def acquire(self, cost: int = 1) -> TokenState:
+        """The spendable token with most budget left (reserving ``cost``); sleeps (async) if none."""
+        while True:
+            tok, wait, _until = self._pick(cost)
+            if tok is not None:
+                return tok
             await self.sleep(wait)
+
+    def acquire_blocking(self, cost: int = 1) -> TokenState:
+        """Thread-safe, blocking variant of :meth:`acquire` for worker threads (the REST path)."""
+        while True:
+            tok, wait, _until = self._pick(cost)
+            if tok is not None:
+                return tok
+            time.sleep(wait)
 
     def observe(self, t: TokenState, *, remaining: int | None = None, limit: int | None = None,
                 reset_at: float | None = None, cost: int | None = None) -> None:

@@ -46,3 +46,28 @@ def test_serve_fake_github_executes_real_queries(corpus) -> None:  # noqa: ANN00
     assert [n["number"] for n in conn["nodes"]] == [t.number for t in issues[:2]]
     assert conn["nodes"][0]["comments"]["totalCount"] == len(issues[0].comments)
     assert doc["data"]["rateLimit"]["cost"] == 1 and stats["total_points"] == 1
+
+
+def test_fake_in_its_own_process_serves_and_counts(corpus, tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+
+    from miner.fake_process import FakeGitHubProcess
+    from tests.conftest import REPO_ROOT
+
+    repo = next(iter(corpus.repos_meta))
+    owner, name = repo.split("/")
+    with FakeGitHubProcess(corpus.threads, corpus.repos_meta, tokens=TOKENS) as srv:
+        status, doc = _post(srv.url, "{ repository(owner:\"" + owner + "\", name:\"" + name + "\") "
+                            "{ issues { totalCount } } }", TOKENS[0])
+        assert status == 200
+        assert doc["data"]["repository"]["issues"]["totalCount"] == sum(
+            1 for t in corpus.threads if t.repo == repo and t.kind == "issue")
+        status, _doc = _post(srv.url, "{ rateLimit { cost } }", "not-a-token")
+        assert status == 401
+        assert srv.stats()["total_points"] == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"repo": "a/b"}\n', encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "miner.fake_github", "--corpus", str(bad)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "line 1" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 from graphql import build_schema, parse, validate
 
@@ -8,17 +10,20 @@ from miner.github_schema import QueryRejected, check_query
 from tests.conftest import SHARED_SCHEMA
 
 
+def _full_plan() -> Q.Plan:
+    """Every kind of item the miner sends, with odd names and cursors, at exactly 149 requests."""
+    fills = tuple(Q.Fill(k, i, Q.Page() if i % 3 else None, Q.Page("eA==" if i % 2 else None, 100 - i % 7))
+                  for i, k in enumerate(["issue", "pull_request", "discussion"] * 28, start=1))
+    lists = (Q.ListSeg("issue", 100, None, "2020-01-01T00:00:00Z"), Q.ListSeg("pull_request", 7, "Y3Vyc29y"),
+             Q.ListSeg("discussion", 100))
+    blocks = (Q.RepoBlock("a", 'we"ird', lists, fills[:40]), Q.RepoBlock("c-d", "e.f", (), fills[40:]))
+    req = sum(f.requests for f in fills) + len(lists)
+    replies = tuple(Q.Replies(f"DC_{i}", Q.Page("eA==" if i % 2 else None)) for i in range(149 - req))
+    return Q.Plan(blocks, replies)
+
+
 def _client_queries() -> list[tuple[str, dict]]:
-    return [
-        (Q.ISSUES, {"owner": "a", "name": "b", "first": Q.ISSUE_PAGE}),
-        (Q.PULLS, {"owner": "a", "name": "b", "first": Q.PR_PAGE}),
-        (Q.DISCUSSIONS, {"owner": "a", "name": "b", "first": Q.DISCUSSION_PAGE}),
-        (Q.repo_meta_query([("a", "b")] * 100), {}),
-        (Q.issue_comments_query("a", "b", [("issue", 1, "Y3Vyc29y"), ("pull_request", 2, "eA==")] * 50), {}),
-        (Q.discussion_comments_query("a", "b", [(1, "eA==")] * 100), {}),
-        (Q.replies_query([("DC_1", None), ("DC_2", "eA==")] * 50), {}),
-        (Q.count_query("a", 'we"ird'), {}),
-    ]
+    return [(Q.build(_full_plan()), {}), (Q.repo_meta_query([("a", "b")] * 100), {})]
 
 
 def test_client_queries_valid_against_shared_schema() -> None:
@@ -29,9 +34,32 @@ def test_client_queries_valid_against_shared_schema() -> None:
 
 
 def test_every_client_query_costs_one_point() -> None:
+    assert Q.plan_cost(_full_plan()).requests == Q.QUERY_REQUESTS
     for q, v in _client_queries():
         _doc, cost = check_query(q, v)
         assert cost.points == 1, (q[:60], cost)
+
+
+def test_plan_cost_equals_githubs_formula_on_random_plans() -> None:
+    rng = random.Random(5)
+    kinds = ["issue", "pull_request", "discussion"]
+
+    def page() -> Q.Page | None:
+        return rng.choice([None, Q.Page(), Q.Page("eA==", rng.randint(1, 100))])
+
+    for _ in range(30):
+        blocks = []
+        for b in range(rng.randint(0, 4)):
+            lists = tuple(Q.ListSeg(k, rng.randint(1, 100), rng.choice([None, "eA=="]), rng.choice([None, "2021-01-01"]))
+                          for k in rng.sample(kinds, rng.randint(0, 3)))
+            fills = [Q.Fill(rng.choice(kinds), rng.randint(1, 10**6), page(), page()) for _ in range(rng.randint(0, 60))]
+            blocks.append(Q.RepoBlock(f"o{b}", f"n{b}", lists, tuple(f for f in fills if f.requests)))
+        replies = tuple(Q.Replies(f"DC_{i}", Q.Page(rng.choice([None, "eA=="]), rng.randint(1, 100)))
+                        for i in range(rng.randint(0 if blocks else 1, 80)))
+        plan = Q.Plan(tuple(blocks), replies)
+        _doc, cost = check_query(Q.build(plan))
+        mine = Q.plan_cost(plan)
+        assert (mine.requests, mine.points, mine.nodes) == (cost.requests, cost.points, cost.nodes)
 
 
 def test_cost_formula() -> None:
@@ -44,8 +72,9 @@ def test_cost_formula() -> None:
     assert (cost.requests, cost.points, cost.nodes) == (1 + 40 + 4000, 40, 40 + 4000 + 400_000)
     with pytest.raises(QueryRejected, match="500,000"):
         check_query(nested.replace("first:40", "first:74"))
-    assert check_query(Q.ISSUES, {"owner": "a", "name": "b", "first": 74})[1].points == 1  # 149 requests
-    assert check_query(Q.ISSUES, {"owner": "a", "name": "b", "first": 75})[1].points == 2  # 151 requests
+    fills = tuple(Q.Fill("issue", i, Q.Page(), Q.Page()) for i in range(75))
+    assert check_query(Q.build(Q.Plan((Q.RepoBlock("a", "b", (), fills[:74]),))))[1].points == 1  # 148 requests
+    assert check_query(Q.build(Q.Plan((Q.RepoBlock("a", "b", (), fills),))))[1].points == 2  # 150 requests
     assert check_query("{ rateLimit { cost } }")[1].points == 1
 
 

@@ -33,3 +33,17 @@ def test_rest_missing_repo_skipped_and_rerun_incremental(store: Store, corpus) -
     st = {s["repo"]: s for s in store.repo_status()}
     assert st["gone/x"]["status"] == "skipped" and st[repo]["status"] == "done"
     assert second < first / 3
+
+
+def test_rest_spreads_one_repository_over_tokens_by_budget(store: Store, corpus) -> None:  # noqa: ANN001
+    """One repository needs more requests than one token's budget: the pool moves to the other token."""
+    from tests.miner.conftest import SECRETS, TOKENS
+
+    repo = next(iter(corpus.repos_meta))
+    threads = [t for t in corpus.threads if t.repo == repo]
+    with FakeGitHubThread(threads, corpus.repos_meta, tokens=TOKENS, faults=Faults(rest_budget=30)) as srv:
+        rep = mine(store, srv.url, [repo], api="rest", settings=FAST, tokens=SECRETS)
+        per_token = srv.state.stats_doc()["requests"]
+    assert rep.counts["failed"] == 0 and rep.counts["requests"] > 30
+    assert set(per_token) == {"token #1", "token #2"} and all(v <= 31 for v in per_token.values())
+    assert {t.id for t in store.iter_threads()} == {t.id for t in threads if t.kind != "discussion"}
