@@ -166,6 +166,27 @@ def _signature(extractor: Extractor, backend: str, model: str | None, thread: Th
     return "|".join((backend, model or "", version, thread.content_hash()))
 
 
+def _extract_chunk(chunk: list[Thread], *, extractor: Extractor, store: Any, collect: Path | None,
+                   failures: dict[str, str], records: list[Record], sig: Any) -> None:
+    """Extract one chunk; in workspace mode store its records, signatures and rejects in one transaction."""
+    got = extractor.collect(chunk, collect) if collect is not None else extractor.extract(chunk)  # type: ignore[attr-defined]
+    fails = dict(getattr(extractor, "failures", {}))
+    chunk_ids = {t.id for t in chunk}
+    new_fails = {k: v for k, v in fails.items() if k not in failures and k in chunk_ids}
+    failures.update(new_fails)
+    if store is not None:
+        with store.transaction():
+            store.put_records(got)
+            by_id = {t.id: t for t in chunk}
+            for r in got:
+                store.cache_put(_hash_key(r.thread_id), sig(by_id[r.thread_id]))
+            if new_fails:
+                store.put_rejects("extract", sorted(new_fails.items()))
+            # a thread that failed on an earlier run and now succeeded is no longer a reject
+            store.delete_rejects("extract", [r.thread_id for r in got if r.thread_id not in new_fails])
+    records += got
+
+
 def run_extract(store: Any, *, input: Path | None = None, output: Path | None = None, backend: str = "rules",
                 model: str | None = None, base_url: str | None = None, no_filter: bool = False,
                 concurrency: int = 8, batch: Path | None = None, collect: Path | None = None) -> StageReport:
@@ -212,27 +233,13 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
         return StageReport(stage="extract", counts=counts, outputs=outputs, notes=notes)
     records: list[Record] = []
     failures: dict[str, str] = {}
-    for chunk in _chunks(todo, BATCH if not file_mode else max(len(todo), 1)):
-        if collect is not None:
-            got = extractor.collect(chunk, collect)  # type: ignore[attr-defined]
-        else:
-            got = extractor.extract(chunk)
-        fails = dict(getattr(extractor, "failures", {}))
-        chunk_ids = {t.id for t in chunk}
-        new_fails = {k: v for k, v in fails.items() if k not in failures and k in chunk_ids}
-        failures.update(new_fails)
-        if not file_mode:
-            with store.transaction():
-                store.put_records(got)
-                by_id = {t.id: t for t in chunk}
-                for r in got:
-                    store.cache_put(_hash_key(r.thread_id), _signature(extractor, backend, model,
-                                                                       by_id[r.thread_id]))
-                if new_fails:
-                    store.put_rejects("extract", sorted(new_fails.items()))
-                # a thread that failed on an earlier run and now succeeded is no longer a reject
-                store.delete_rejects("extract", [r.thread_id for r in got if r.thread_id not in new_fails])
-        records += got
+    with console.progress_bar() as prog:
+        task = prog.add_task(f"extract ({backend})", total=len(todo), status="")
+        for chunk in _chunks(todo, BATCH):
+            _extract_chunk(chunk, extractor=extractor, store=None if file_mode else store, collect=collect,
+                           failures=failures, records=records, sig=lambda t: _signature(extractor, backend,
+                                                                                        model, t))
+            prog.update(task, advance=len(chunk), status=f"{len(failures)} failed" if failures else "")
     if file_mode:
         out = output or input.with_name("records.jsonl")
         _write_jsonl(out, [r.model_dump(mode="json") for r in records])

@@ -487,13 +487,16 @@ class Scheduler:
                 continue
             if not lst.from_start:
                 continue  # resuming mid-pass: sizes unknown, read pages until GitHub says there is no more
-            total = int((block.get(_LIST_FIELDS[kind]) or {}).get("totalCount") or 0)
+            raw_total = (block.get(_LIST_FIELDS[kind]) or {}).get("totalCount")
             if kind != "issue" and lst.hw:
                 nodes = ((block.get(f"n{Q.KINDS.index(kind)}") or {}).get("nodes")) or []
                 newest = nodes[0].get("updatedAt") if nodes and isinstance(nodes[0], dict) else None
                 if newest is None or parse_time(newest) <= parse_time(lst.hw):  # type: ignore[operator]
                     lst.exhausted = True  # nothing changed since the last complete pass
                 continue
+            if not isinstance(raw_total, int):
+                continue  # a server that does not count: read pages until it says there is no more
+            total = raw_total
             lst.remaining = total
             if total == 0:  # nothing to list: the pass is complete
                 lst.pages.append(_Page(lst, [], Checkpoint(repo.name, kind, high_water=lst.hw, complete=True,
@@ -634,8 +637,8 @@ class Scheduler:
                 continue
             d = _Draft(n)
             page.drafts.append(d)
-            labels = int((n.get("labels") or {}).get("totalCount") or 0) > 0
-            comments = int((n.get("comments") or {}).get("totalCount") or 0) > 0
+            labels = _maybe_some(n.get("labels"))
+            comments = _maybe_some(n.get("comments"))
             if labels or comments:
                 page.open += 1
                 self.work.append(_FillWork(page, d, Q.Fill(lst.kind, int(n["number"]), Q.Page() if labels else None,
@@ -677,7 +680,7 @@ class Scheduler:
             for c in conn.get("nodes") or []:
                 cd = _CommentDraft(c)
                 d.comments.append(cd)
-                if f.kind == "discussion" and int((c.get("replies") or {}).get("totalCount") or 0) > 0:
+                if f.kind == "discussion" and _maybe_some(c.get("replies")):
                     page.open += 1
                     self.work.append(_ReplyWork(page, cd, Q.Replies(c["id"])))
             comments = _next(conn, f.comments)
@@ -767,3 +770,11 @@ def _thread(repo: str, kind: str, d: _Draft) -> Thread:
     node["labels"] = {"nodes": [{"name": n} for n in d.labels]}
     comments = [comment_from_gql(c.node, [comment_from_gql(r) for r in c.replies]) for c in d.comments]
     return thread_from_gql(repo, kind, node, comments)
+
+
+def _maybe_some(conn: Any) -> bool:
+    """A connection asked for ``totalCount`` may hold items: true unless the server said 0.
+
+    A server that leaves ``totalCount`` out (null) is asked for the items: never skip data on a guess."""
+    total = conn.get("totalCount") if isinstance(conn, dict) else None
+    return not isinstance(total, int) or total > 0
