@@ -142,6 +142,8 @@ def run_bench(dev_set: Path | None = None, *, include_sample: bool = True) -> St
         m = score_split(sub)
         counts[f"{split}_rows"] = len(sub)
         notes.append(_split_note(split, sub, m))
+    if len({s for _, _, s in rows}) > 1:
+        notes.append(_split_note("whole dev set", rows, score_split(rows)))
     sample = sample_rows() if include_sample else []
     if sample:
         m = score_split(sample, SAMPLE_TOLERANCE)
@@ -157,4 +159,9 @@ def run_bench(dev_set: Path | None = None, *, include_sample: bool = True) -> St
         saved = 100.0 * (full - comp) / full if full else 0.0
         notes.append(f"prompt compaction on the sample corpus ({len(sample)} threads): {full} -> {comp} "
                      f"estimated tokens ({saved:.1f}% saved)")
+    full, comp = compaction_savings([t for t, _, _ in rows])
+    counts["dev_tokens_full"] = full
+    counts["dev_tokens_compacted"] = comp
+    notes.append(f"prompt compaction on the dev set ({len(rows)} threads, with bots, quotes and logs): {full} -> "
+                 f"{comp} estimated tokens ({100.0 * (full - comp) / max(full, 1):.1f}% saved)")
     return StageReport(stage="bench extract", counts=counts, outputs={"dev_set": str(path)}, notes=notes)
