@@ -61,7 +61,8 @@ def _select(store: Store, repos: list[str] | None) -> tuple[list[str], list[str]
             else:
                 chosen.setdefault(p.name.lower(), p.name)
         if not chosen:
-            raise UserError("no usable repository in --repos (expected owner/name or a GitHub URL)")
+            bad = ", ".join(repr(r) for r in repos[:3]) + (" …" if len(repos) > 3 else "")
+            raise UserError(f"no usable repository in --repos: {bad} (expected owner/name or a GitHub URL)")
         return list(chosen.values()), notes
     indexed = [r["repo"] for r in store.repos()]
     if not indexed:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-
 from typer import Abort as _Abort
 from typer import Exit as _Exit
 
@@ -44,19 +43,19 @@ app.add_typer(bench_app, name="bench")
 _state: dict[str, Any] = {"workspace": None}
 
 
-class ApiKind(str, Enum):
+class ApiKind(StrEnum):
     graphql = "graphql"
     rest = "rest"
 
 
-class Backend(str, Enum):
+class Backend(StrEnum):
     rules = "rules"
     openai = "openai"
     anthropic = "anthropic"
     openai_compatible = "openai-compatible"
 
 
-class SandboxBackend(str, Enum):
+class SandboxBackend(StrEnum):
     auto = "auto"
     bwrap = "bwrap"
     docker = "docker"
@@ -64,7 +63,7 @@ class SandboxBackend(str, Enum):
     local = "local"
 
 
-class ExportTable(str, Enum):
+class ExportTable(StrEnum):
     threads = "threads"
     records = "records"
     verdicts = "verdicts"
@@ -78,7 +77,7 @@ class ExportTable(str, Enum):
     runs = "runs"
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     jsonl = "jsonl"
     parquet = "parquet"
 
@@ -225,15 +224,25 @@ def score(
     threshold: Annotated[int, typer.Option(min=0, max=8, help="Keep records with quality >= this.")] = 4,
     rejects: Annotated[Path | None, typer.Option(help="Write per-record reject reasons here (JSONL).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the repository-level split.")] = 0,
+    split_date: Annotated[str | None, typer.Option(
+        "--split-date", metavar="YYYY-MM-DD",
+        help="Time-based split instead of by repository: threads created before this date (UTC) go to train, "
+             "the rest to test (measures contamination).")] = None,
+    holdout_repo: Annotated[list[str] | None, typer.Option(
+        "--holdout-repo", metavar="OWNER/NAME",
+        help="Put this repository's records in test (repeatable).")] = None,
 ) -> None:
     """Score, tag, redact, dedupe and split records.
 
-    Example: reprodiag score --threshold 4
+    Without --input: reads the workspace records and replaces its scored table. With --input FILE: scores
+    the file only (to --output); the workspace is neither read nor written, even if one exists.
+
+    Example: reprodiag score --threshold 4 --holdout-repo facebookresearch/fairseq
     """
     from scoring.pipeline import run_score
 
     _report(run_score(None if input else _store(), input=input, output=output, threshold=threshold,
-                      rejects=rejects, seed=seed))
+                      rejects=rejects, seed=seed, split_date=split_date, holdout_repos=holdout_repo or ()))
 
 
 # ---------------------------------------------------------------------------- sandbox

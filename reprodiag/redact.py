@@ -9,8 +9,9 @@ Two entry levels:
 * :func:`redact_text` / :func:`redact_record` / :func:`redact_thread` /
   :func:`redact_doc` — the full redaction applied before anything leaves the
   workspace: the secrets above, generic high-entropy strings, e-mail
-  addresses, IPv4 addresses, user names in home-directory paths, e-mail reply
-  boilerplate, and GitHub user names.
+  addresses (not ``git@host`` SSH remotes such as ``git@github.com``), IPv4
+  addresses (not 4-part versions such as ``cuDNN 8.9.2.26``), user names in
+  home-directory paths, e-mail reply boilerplate, and GitHub user names.
 
 Every masked span becomes ``[REDACTED_<KIND>]`` (kinds: see :data:`KINDS`),
 except user names, which become stable per-thread placeholders:
@@ -18,10 +19,13 @@ except user names, which become stable per-thread placeholders:
     ``<role>_<n>`` where role is ``asker`` | ``maintainer`` | ``contributor``
     | ``bot`` (thread participants) or ``user`` (someone only @mentioned), and
     ``n`` counts people of that role in order of first appearance (the asker
-    is ``asker_0``). ``@alice`` becomes ``@maintainer_0``; a bare occurrence
-    of a known participant login (3+ characters, case-insensitive, whole
-    token, not followed by ``/name`` so ``owner/repo`` references survive)
-    becomes ``maintainer_0``. Author fields hold the placeholder.
+    is ``asker_0``). Logins are replaced in three places only: author fields;
+    ``@login`` mentions (case-insensitive; ``@alice`` becomes
+    ``@maintainer_0``); and bare words equal to a participant's login, matched
+    whole-word and case-sensitively, and only when the login looks like one
+    (:func:`is_login_like`: digit, hyphen, underscore, mixed case, or 6+
+    letters that are not a common word), so participants called ``data`` or
+    ``model`` leave prose alone and ``owner/repo`` references survive.
 
 Rules are plain regexes written in the common subset of Python ``re`` and
 Rust ``regex`` (no look-around, no back-references; group references in
@@ -55,7 +59,10 @@ class Rule:
     ``replacement`` uses Rust syntax (``${1}``); :attr:`py_replacement` is the
     Python equivalent. ``check`` (checked rules only) receives the whole match
     and returns the replacement text, or ``None`` to leave the match as it is.
-    ``secret``: part of :func:`mask_secrets`.
+    ``secret``: part of :func:`mask_secrets`. ``anchor`` (optional, Python
+    speed-up only): lower-case words, one of which (case-insensitively) occurs
+    in the leading ``[A-Za-z_]`` run of every match, so that only the starts of
+    runs holding one are tried (the result equals a full scan).
     """
 
     kind: str
@@ -63,10 +70,14 @@ class Rule:
     replacement: str = ""
     secret: bool = True
     check: Callable[[re.Match[str]], str | None] | None = None
+    anchor: tuple[str, ...] = ()
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    anchor_regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "regex", re.compile(self.pattern))
+        object.__setattr__(self, "anchor_regex", re.compile(
+            "(?i)" + "|".join(map(re.escape, self.anchor))) if self.anchor else None)
         if not self.replacement:
             object.__setattr__(self, "replacement", placeholder(self.kind))
 
@@ -136,26 +147,48 @@ def _check_high_entropy(m: re.Match[str]) -> str | None:
 
 _IP_KEEP = ("127.", "0.0.0.0", "255.255.255.255")
 #: Names after which a dotted quad is a version (``cuDNN 8.9.2.26``, ``TensorRT-8.6.1.6``), not an address.
-VERSION_CONTEXT_NAMES = (
-    "cudnn", "libcudnn[0-9]*", "tensorrt", "trt", "nccl", "libnccl[0-9]*", "cuda", "cudatoolkit", "cublas", "cufft",
-    "driver", "nvidia-driver", "torch", "pytorch", "torchvision", "torchaudio", "tensorflow", "tensorflow-gpu",
-    "tf", "keras", "jax", "jaxlib", "python", "numpy", "scipy", "transformers", "onnx", "onnxruntime", "openvino",
-    "mkl", "gcc", "g\\+\\+", "clang", "cmake", "protobuf", "triton", "xformers", "apex", "deepspeed", "mxnet",
-    "paddle", "paddlepaddle", "opencv", "opencv-python", "pillow", "mmcv", "mmcv-full", "detectron2", "release",
-    "version", "ver", "build", "rev", "revision",
-)
-_VERSION_BEFORE_RE = re.compile(
-    r"(?i)(?:(?:^|[^A-Za-z0-9])(?:" + "|".join(VERSION_CONTEXT_NAMES) + r")[ \t]*[=:_\-]*[ \t]*v?"
-    r"|(?:==|>=|<=|~=|!=)[ \t]*v?|(?:^|[^A-Za-z0-9])v[ \t]*|[0-9]\.)$")
+VERSION_CONTEXT_NAMES = frozenset({
+    "cudnn", "libcudnn", "tensorrt", "trt", "nccl", "libnccl", "cuda", "cudatoolkit", "cublas", "cufft", "driver",
+    "torch", "pytorch", "torchvision", "torchaudio", "tensorflow", "tensorflow-gpu", "tf", "keras", "jax",
+    "jaxlib", "python", "numpy", "scipy", "transformers", "onnx", "onnxruntime", "openvino", "mkl", "gcc", "g++",
+    "clang", "cmake", "protobuf", "triton", "xformers", "apex", "deepspeed", "mxnet", "paddle", "paddlepaddle",
+    "opencv", "opencv-python", "pillow", "mmcv", "mmcv-full", "detectron", "release", "version", "ver", "build",
+    "rev", "revision",
+})
+_PINS = ("==", ">=", "<=", "~=", "!=")
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _version_context(before: str) -> bool:
+    """Whether the text right before a dotted quad makes it a version.
+
+    Version context: a pin (``==``, ``>=``, ...), a fifth part (``1.2.3.4.5``), a lone ``v``, or a name of
+    :data:`VERSION_CONTEXT_NAMES` (case-insensitive, trailing digits ignored as in ``libcudnn8``) that starts
+    a word, followed only by blanks and ``=:_-``.
+    """
+    if len(before) >= 2 and before[-1] == "." and before[-2] in "0123456789":
+        return True
+    low = before.rstrip(" \t").lower()
+    if low.endswith(_PINS):
+        return True
+    if low.endswith("v") and (len(low) == 1 or low[-2] not in _ASCII_ALNUM):
+        return True
+    low = low.rstrip("=:_-").rstrip(" \t").rstrip("0123456789")
+    start = len(low)
+    while start > 0 and (low[start - 1] in _ASCII_ALNUM or low[start - 1] in "+-"):
+        start -= 1
+    word = low[start:]
+    # the name may be a suffix of the word after a "-" or "+" ("nvidia-driver")
+    return any(word[i:] in VERSION_CONTEXT_NAMES for i in range(len(word)) if i == 0 or word[i - 1] in "+-")
 
 
 def _check_ip(m: re.Match[str]) -> str | None:
     """A dotted quad is an IPv4 address (masked) unless it is a version.
 
     Kept: an octet above 255 or with a leading zero; a version context right
-    before it (a library name as in ``cuDNN 8.9.2.26`` / ``TensorRT-8.6.1.6``,
-    ``version``, ``v``, a pin such as ``==``); a fifth part (``1.2.3.4.5``);
-    loopback, unspecified and broadcast addresses.
+    before it (:func:`_version_context`: a library name as in ``cuDNN 8.9.2.26``
+    or ``TensorRT-8.6.1.6``, ``version``, ``v``, a pin such as ``==``); a fifth
+    part (``1.2.3.4.5``); loopback, unspecified and broadcast addresses.
     """
     ip = m.group(0)
     if any(int(o) > 255 or (len(o) > 1 and o.startswith("0")) for o in ip.split(".")):
@@ -165,7 +198,7 @@ def _check_ip(m: re.Match[str]) -> str | None:
     after = m.string[m.end():m.end() + 2]
     if len(after) == 2 and after[0] == "." and after[1].isascii() and after[1].isdigit():
         return None
-    if _VERSION_BEFORE_RE.search(m.string[max(0, m.start() - 40):m.start()]):
+    if _version_context(m.string[max(0, m.start() - 40):m.start()]):
         return None
     return placeholder("IP")
 
@@ -222,7 +255,7 @@ CHECKED_RULES: tuple[Rule, ...] = (
     Rule("SECRET",
          r"(?i)\b([A-Za-z_]*(?:token|api_?key|apikey|secret|secret_?key|passwd|password|pwd|access_?key|auth_?key"
          r"|client_?secret|credentials?)s?[\"']?)(\s*[:=]\s*[\"']?)([A-Za-z0-9_\-./+=~!#%^&*]{4,})",
-         check=_check_assignment),
+         check=_check_assignment, anchor=("token", "key", "secret", "passw", "pwd", "credential")),
     Rule("IP", r"\b[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\b", secret=False, check=_check_ip),
     Rule("HIGH_ENTROPY", r"[A-Za-z0-9+/]{32,}={0,2}", secret=False, check=_check_high_entropy),
 )
@@ -263,17 +296,58 @@ def apply_pure_rule(rule: Rule, text: str, counts: Counter[str]) -> str:
     return new
 
 
+#: What ``(?i)[A-Za-z_]`` matches in Python (ASCII letters, ``_`` and four letters that case-fold to ASCII).
+_WORD_RUN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_\u0130\u0131\u017f\u212a")
+
+
+def _find_all(text: str, word: str) -> Iterator[int]:
+    i = text.find(word)
+    while i >= 0:
+        yield i
+        i = text.find(word, i + 1)
+
+
+def _anchored_matches(rule: Rule, text: str) -> Iterator[re.Match[str]]:
+    """The matches ``rule.regex.finditer`` gives, trying only the starts of runs that hold an anchor hit."""
+    assert rule.anchor_regex is not None
+    if text.isascii():
+        low = text.lower()
+        hits = sorted(i for w in rule.anchor for i in _find_all(low, w))
+    else:
+        hits = [a.start() for a in rule.anchor_regex.finditer(text)]
+    starts: list[int] = []
+    for s in hits:
+        while s > 0 and text[s - 1] in _WORD_RUN:
+            s -= 1
+        if not starts or s > starts[-1]:
+            starts.append(s)
+    end = 0
+    for s in starts:
+        if s < end:
+            continue
+        m = rule.regex.match(text, s)
+        if m is not None:
+            end = m.end()
+            yield m
+
+
 def apply_checked_rule(rule: Rule, text: str, counts: Counter[str]) -> str:
     assert rule.check is not None
-
-    def sub(m: re.Match[str]) -> str:
-        out = rule.check(m)  # type: ignore[misc]
+    matches = _anchored_matches(rule, text) if rule.anchor_regex is not None else rule.regex.finditer(text)
+    parts: list[str] = []
+    pos = 0
+    for m in matches:
+        out = rule.check(m)
         if out is None:
-            return m.group(0)
+            continue
         counts[rule.kind] += 1
-        return out
-
-    return rule.regex.sub(sub, text)
+        parts.append(text[pos:m.start()])
+        parts.append(out)
+        pos = m.end()
+    if not parts:
+        return text
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def mask_secrets(text: str) -> str:
@@ -414,9 +488,15 @@ class People:
     def bare_logins(self) -> Mapping[str, str]:
         return self._bare
 
+    @property
+    def logins(self) -> tuple[str, ...]:
+        """Every known login (lower case), placeholders excluded."""
+        return tuple(k for k, v in self._map.items() if k != v)
 
-_BEFORE_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.@[")
-_AFTER_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+#: Characters that may not come right before / after a bare login (whole-word match).
+BARE_BEFORE_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.@[")
+BARE_AFTER_BLOCK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
 def bare_spans(text: str, login: str) -> Iterator[tuple[int, int]]:
@@ -433,7 +513,7 @@ def bare_spans(text: str, login: str) -> Iterator[tuple[int, int]]:
         before = text[start - 1] if start else ""
         after = text[end] if end < len(text) else ""
         repo_ref = after == "/" and end + 1 < len(text) and text[end + 1].isascii() and text[end + 1].isalnum()
-        if before not in _BEFORE_BLOCK and after not in _AFTER_BLOCK and not repo_ref:
+        if before not in BARE_BEFORE_BLOCK and after not in BARE_AFTER_BLOCK and not repo_ref:
             yield start, end
         start = text.find(login, start + 1)
 

@@ -188,9 +188,25 @@ class Evidence(_Model):
     quote: str
 
 
+def _map_field(value: Any) -> Any:
+    """A map field as Parquet exports hold it (a JSON object string, or a struct with nulls) → a dict."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if v is not None}
+    return value
+
+
 class TemporalTag(_Model):
     created_year: int | None = None
     framework_versions: dict[str, str] = Field(default_factory=dict)
+
+    _map_versions = field_validator("framework_versions", mode="before")(_map_field)
     tier: Tier = "current"
     still_relevant: bool = True
     historical_value: bool = False
@@ -200,6 +216,8 @@ class TemporalTag(_Model):
 class Quality(_Model):
     score: int = 0
     components: dict[str, int] = Field(default_factory=dict)
+
+    _map_components = field_validator("components", mode="before")(_map_field)
     keep: bool = True
     drop_reason: str | None = None
 

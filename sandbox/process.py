@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
@@ -25,7 +26,8 @@ CAPTURE_BYTES = 1 << 20
 @dataclass(frozen=True)
 class ProcessOutcome:
     """What happened to one process tree. ``exit_code`` is None when it was killed at the timeout;
-    a negative code is the signal that ended it. ``leftover`` counts processes still alive after cleanup."""
+    a negative code is the signal that ended it. ``leftover`` counts processes still alive after cleanup.
+    ``stopped`` is the watch's reason when the watch (e.g. a disk quota) killed the tree early."""
 
     exit_code: int | None
     duration_s: float
@@ -36,6 +38,7 @@ class ProcessOutcome:
     pids_limited: bool
     leftover: int
     limiter: str
+    stopped: str | None = None
 
 
 class _Tail:
@@ -85,15 +88,20 @@ def run_process(
     disk_mb: int,
     allow_rlimit_as: bool = True,
     use_cgroup: bool = True,
-    on_timeout: list[str] | None = None,
+    on_kill: list[str] | None = None,
+    watch: Callable[[], str | None] | None = None,
+    watch_interval_s: float = 0.25,
 ) -> ProcessOutcome:
     """Run ``argv`` in a new session and process group; kill the whole tree at ``timeout_s`` (seconds).
 
     Limits go to a fresh cgroup when the host allows one (memory in MiB, pids,
     cpus as a CFS quota). Otherwise ``prlimit`` applies RLIMIT_NPROC, RLIMIT_AS
     (only when ``allow_rlimit_as``; never with GPUs) and, always, RLIMIT_FSIZE
-    of ``disk_mb``. ``on_timeout`` is an extra command run after a timeout
-    (e.g. ``docker kill NAME``).
+    of ``disk_mb``. ``on_kill`` is an extra command run when the tree is killed
+    early (e.g. ``docker kill NAME``). ``watch``, when given, is called every
+    ``watch_interval_s`` seconds while the command runs (and on a thread of its
+    own); the first non-None reason it returns kills the whole tree at once and
+    becomes ``ProcessOutcome.stopped``.
     """
     cg = open_cgroup(memory_mb=memory_mb, pids=pids, cpus=cpus) if use_cgroup else None
     prlimit = shutil.which("prlimit")
@@ -125,18 +133,43 @@ def run_process(
         msg = f"cannot start {argv[0]}: {exc.strerror or exc}".encode()
         return ProcessOutcome(None, 0.0, b"", msg, False, False, False, 0, limiter)
     out, err = _Tail(proc.stdout), _Tail(proc.stderr)  # type: ignore[arg-type]
+
+    def kill_tree() -> None:
+        _kill_group(proc.pid)
+        if on_kill:
+            try:
+                subprocess.run(on_kill, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30,
+                               check=False)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if cg is not None:
+            cg.kill_all()
+
+    done = threading.Event()
+    stopped: list[str] = []
+
+    def watchdog() -> None:
+        while not done.wait(watch_interval_s):
+            reason = watch() if watch is not None else None
+            if reason:
+                stopped.append(reason)
+                kill_tree()
+                return
+
+    dog = threading.Thread(target=watchdog, daemon=True) if watch is not None else None
+    if dog is not None:
+        dog.start()
     try:
         code: int | None = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         code = None
-        _kill_group(proc.pid)
-        if on_timeout:
-            subprocess.run(on_timeout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30,
-                           check=False)
-        if cg is not None:
-            cg.kill_all()
+        kill_tree()
         proc.wait()
+    finally:
+        done.set()
+        if dog is not None:
+            dog.join()
     duration = time.monotonic() - start
     # Anything the step left behind (daemons, stragglers) dies with it.
     _kill_group(proc.pid)
@@ -147,4 +180,5 @@ def run_process(
         oom, pids_hit = cg.oom_killed(), cg.pids_hit()
         cg.close()
     stdout, stderr = out.result(), err.result()
-    return ProcessOutcome(code, duration, stdout, stderr, timed_out, oom, pids_hit, leftover, limiter)
+    return ProcessOutcome(code, duration, stdout, stderr, timed_out and not stopped, oom, pids_hit, leftover, limiter,
+                          stopped[0] if stopped else None)

@@ -6,15 +6,23 @@ configuration, then :func:`sandbox.verdict.decide`. Every command becomes a
 Nothing here raises for a misbehaving case: a crash, an unparsable metric, a
 timeout or a limit hit ends that case with ``error``/``timeout`` and the
 output tail in ``reason``.
+
+Isolation per run: the work dir lives in a scratch directory under a disk
+quota of ``limits.disk_mb`` (a capped tmpfs as root, else a polling watchdog;
+see :mod:`sandbox.quota`); passing it stops the step and ends the case with
+``error`` ("work dir exceeded disk_mb=…"). Only ``setup`` steps may have the
+network, and only with ``[setup] network = true``; setup runs under the same
+limits as the run and fix steps. A git source is cloned on the host with no
+system or user git config (so no filters or hooks are configured), hooks
+disabled, no submodules, an empty HOME, and only the https/http/git
+protocols (plus file for ``file://`` and local paths).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +31,10 @@ from reprodiag.schema import Phase, ReplaySpec, Step, Verdict, VerdictKind
 from sandbox.backends.base import SandboxBackend, StepRequest, StepResult
 from sandbox.gpu import GpuInfo, detect_gpus
 from sandbox.metric import MetricError, read_metric
-from sandbox.spec import patch_text, source_dir, tolerance_for
+from sandbox.quota import QuotaMode, Scratch, open_scratch
+from sandbox.spec import git_is_local, patch_text, source_dir, tolerance_for
 from sandbox.verdict import decide, measure
-from sandbox.workdir import copy_source, dir_size
+from sandbox.workdir import copy_source
 
 #: Characters of stdout/stderr kept per trajectory step.
 TAIL_CHARS = 2000
@@ -49,6 +58,7 @@ class _Stop(Exception):  # noqa: N818 - control flow inside replay_case
 class _Run:
     spec: ReplaySpec
     backend: SandboxBackend
+    scratch: Scratch
     work: Path
     devices: tuple[int, ...]
     steps: list[Step] = field(default_factory=list)
@@ -56,11 +66,15 @@ class _Run:
     def step(self, phase: Phase, command: str, *, timeout_s: float, network: bool = False,
              seed: int | None = None, shown: str | None = None) -> StepResult:
         req = StepRequest(phase=phase, command=command, workdir=self.work, timeout_s=timeout_s,
-                          limits=self.spec.limits, network=network, seed=seed, gpu_devices=self.devices)
+                          limits=self.spec.limits, network=network and phase == "setup", seed=seed,
+                          gpu_devices=self.devices, disk_watch=self.scratch.watch)
         res = self.backend.run(req)
         self.steps.append(_as_step(phase, shown or command, res, seed))
         if res.error:
             raise _Stop("error", f"{phase}: sandbox failure: {res.error}")
+        over = res.quota_exceeded or self.scratch.exceeded()
+        if over:
+            raise _Stop("error", f"{phase}: {over}; the step was stopped")
         if res.timed_out:
             raise _Stop("timeout", f"{phase} step exceeded its {timeout_s:g} s wall-clock limit and was killed"
                         + (f" ({res.leftover} process(es) survived)" if res.leftover else ""))
@@ -69,10 +83,6 @@ class _Run:
         if res.exit_code != 0:
             extra = " (pids limit reached)" if res.pids_limited else ""
             raise _Stop("error", f"{phase} command exited with {res.exit_code}{extra}: {_last_lines(res)}")
-        used = dir_size(self.work)
-        if used > self.spec.limits.disk_mb * 1024 * 1024:
-            raise _Stop("error", f"{phase}: work dir uses {used // (1024 * 1024)} MiB, over the disk limit of "
-                        f"{self.spec.limits.disk_mb} MiB")
         return res
 
 
@@ -87,16 +97,32 @@ def _as_step(phase: Phase, command: str, res: StepResult, seed: int | None) -> S
                 timed_out=res.timed_out)
 
 
-def _clone(url: str, ref: str | None, work: Path, timeout_s: float, scratch: Path) -> Step:
-    """Clone a git source on the host (no hooks run on clone; file:// allowed for local repos)."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch), "GIT_TERMINAL_PROMPT": "0",
-           "GIT_CONFIG_NOSYSTEM": "1", "GIT_ASKPASS": "/bin/false", "LANG": "C.UTF-8"}
+def git_env(home: Path, *, allow_file: bool) -> dict[str, str]:
+    """The whole environment of a host-side git command: no system or user config (hence no
+    filters, hooks or credential helpers from them), an empty ``home``, no prompts, and a protocol
+    allowlist (``file`` only when the source itself is local)."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_CONFIG_SYSTEM": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false",
+            "SSH_ASKPASS": "/bin/false", "GIT_LFS_SKIP_SMUDGE": "1", "LANG": "C.UTF-8",
+            "GIT_ALLOW_PROTOCOL": "https:http:git" + (":file" if allow_file else "")}
+
+
+#: ``-c`` options of every host-side git command: hooks off, no submodules, no fsmonitor.
+GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "submodule.recurse=false", "-c", "core.fsmonitor=false",
+            "-c", "protocol.ext.allow=never")
+
+
+def _clone(url: str, ref: str | None, work: Path, timeout_s: float, home: Path) -> Step:
+    """Clone a git source on the host (see :func:`git_env`; ``home`` is an empty directory)."""
+    local = git_is_local(url)
+    env = git_env(home, allow_file=local)
     shown = f"git clone {url}" + (f" && git checkout {ref}" if ref else "")
     start = time.monotonic()
-    cmds = [["git", "-c", "protocol.file.allow=always", "-c", "core.hooksPath=/dev/null", "clone", "--quiet",
-             "--", url, str(work)]]
+    file_ok = ("-c", "protocol.file.allow=always") if local else ()
+    cmds = [["git", *GIT_SAFE, *file_ok, "clone", "--quiet", "--template=", "--", url, str(work)]]
     if ref:
-        cmds.append(["git", "-C", str(work), "-c", "core.hooksPath=/dev/null", "checkout", "--quiet", ref, "--"])
+        cmds.append(["git", "-C", str(work), *GIT_SAFE, "checkout", "--quiet", ref, "--"])
     out, err, code, timed_out = "", "", 0, False
     for cmd in cmds:
         try:
@@ -130,8 +156,13 @@ def _measure_phase(run: _Run, phase: Phase) -> list[float]:
 
 
 def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, gpu: GpuInfo | None = None,
-                scratch_root: Path | None = None) -> Verdict:
-    """Replay one case with ``backend``; always returns a verdict (never raises for case failures)."""
+                scratch_root: Path | None = None, disk_quota: QuotaMode = "auto") -> Verdict:
+    """Replay one case with ``backend``; always returns a verdict (never raises for case failures).
+
+    ``scratch_root`` is where the run's scratch directory is made (default: the
+    temp dir); ``disk_quota`` picks how its ``disk_mb`` quota is enforced
+    (:func:`sandbox.quota.open_scratch`: ``auto`` = tmpfs as root, else watch).
+    """
     tol = tolerance_for(spec)
     base = dict(case_id=spec.id, tolerance=tol, backend=backend.name, thread_id=spec.thread_id,
                 error_type=spec.error_type, expected=spec.expected)
@@ -144,15 +175,22 @@ def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, g
                            f"this host has {len(gpu.devices)} ({gpu.summary})", **base)
         devices = gpu.devices[: spec.limits.gpus]
         gpu_summary = gpu.summary
-    scratch = Path(tempfile.mkdtemp(prefix="reprodiag-replay-", dir=scratch_root))
-    work = scratch / "work"
-    run = _Run(spec, backend, work, devices)
+    try:
+        scratch = open_scratch(spec.limits.disk_mb, root=scratch_root, mode=disk_quota)
+    except OSError as exc:
+        return Verdict(verdict="error", reason=f"cannot create a scratch directory: {exc.strerror or exc}", **base)
+    work = scratch.path / "work"
+    run = _Run(spec, backend, scratch, work, devices)
     before: list[float] = []
     after: list[float] = []
     try:
         if spec.source.git:
-            step = _clone(spec.source.git, spec.source.ref, work, spec.setup.timeout_s, scratch)
+            home = scratch.path / "git-home"
+            home.mkdir()
+            step = _clone(spec.source.git, spec.source.ref, work, spec.setup.timeout_s, home)
             run.steps.append(step)
+            if (over := scratch.exceeded()) is not None:
+                raise _Stop("error", f"setup: git clone: {over}")
             if step.timed_out:
                 raise _Stop("timeout", f"setup: git clone exceeded {spec.setup.timeout_s:g} s")
             if step.exit_code != 0:
@@ -162,6 +200,8 @@ def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, g
             if src is None or not src.is_dir():
                 raise _Stop("error", f"source directory {src} does not exist")
             copy_source(src, work)
+            if (over := scratch.exceeded()) is not None:
+                raise _Stop("error", f"copying the source: {over}")
         deadline = time.monotonic() + spec.setup.timeout_s
         for cmd in spec.setup.commands:
             left = deadline - time.monotonic()
@@ -186,7 +226,9 @@ def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, g
         return Verdict(verdict=stop.verdict, reason=stop.reason, before=measure(before), after=measure(after),
                        gpu=gpu_summary, steps=run.steps, **base)
     except OSError as exc:
-        return Verdict(verdict="error", reason=f"work dir: {exc.strerror or exc}", before=measure(before),
+        over = scratch.exceeded()
+        reason = over if over is not None else f"work dir: {exc.strerror or exc}"
+        return Verdict(verdict="error", reason=reason, before=measure(before),
                        after=measure(after), gpu=gpu_summary, steps=run.steps, **base)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.close()

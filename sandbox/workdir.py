@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 #: Largest file read back from a work dir (metric JSON), in bytes.
@@ -46,9 +47,18 @@ def copy_source(src: Path, dst: Path) -> int:
     return n
 
 
-def dir_size(path: Path) -> int:
-    """Bytes allocated under ``path`` (links not followed; each inode counted once)."""
+@dataclass(frozen=True)
+class DirUsage:
+    """What a tree holds: ``bytes`` allocated (each inode once) and ``inodes`` (entries, the root excluded)."""
+
+    bytes: int
+    inodes: int
+
+
+def dir_usage(path: Path) -> DirUsage:
+    """Bytes allocated and entries under ``path`` (links not followed; each inode counted once)."""
     total = 0
+    entries = 0
     seen: set[tuple[int, int]] = set()
     for root, dirs, files in os.walk(path, followlinks=False):
         for name in dirs + files:
@@ -60,8 +70,14 @@ def dir_size(path: Path) -> int:
             if key in seen:
                 continue
             seen.add(key)
+            entries += 1
             total += max(st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_blocks * 512)
-    return total
+    return DirUsage(total, entries)
+
+
+def dir_size(path: Path) -> int:
+    """Bytes allocated under ``path`` (links not followed; each inode counted once)."""
+    return dir_usage(path).bytes
 
 
 def read_inside(root: Path, rel: str, limit: int = MAX_READ_BYTES) -> bytes:

@@ -26,8 +26,8 @@ ROWS_PER_BAND = 4
 SHINGLE = 3
 MIN_TOKENS = 5
 TOKEN_PATTERN = r"\w+"
-_CHUNK = 1 << 12  # shingles per block: small blocks stay in cache (about 4x faster)
-_MASK32 = np.uint64(0xFFFFFFFF)
+_BLOCK = 1 << 15  # shingles per block of the signature loop (256 KB of uint64: stays in cache)
+_CHUNK = 1 << 11  # candidate pairs compared per step
 
 
 @dataclass(frozen=True)
@@ -50,64 +50,119 @@ def _perm_params(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def shingle_hashes(texts: pl.Series, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(doc index per shingle, shingle hash u64, token count per doc), shingles grouped by doc in order."""
+    """(doc index per shingle, shingle hash u64, token count per doc); each doc's shingles are contiguous."""
     n = len(texts)
-    toks = (
-        pl.DataFrame({"t": texts.cast(pl.String).fill_null("")})
-        .with_row_index("doc")
-        .select("doc", pl.col("t").str.to_lowercase().str.extract_all(TOKEN_PATTERN).alias("tok"))
-        .explode("tok")
-        .drop_nulls("tok")
-        .select("doc", pl.col("tok").hash(seed=seed).alias("h"))
-    )
-    doc = toks["doc"].to_numpy().astype(np.int64, copy=False)
-    h = toks["h"].to_numpy()
-    counts = np.bincount(doc, minlength=n) if len(doc) else np.zeros(n, dtype=np.int64)
+    hashed = texts.cast(pl.String).fill_null("").str.to_lowercase().str.extract_all(TOKEN_PATTERN).list.eval(
+        pl.element().hash(seed=seed))
+    lens = hashed.list.len().fill_null(0).to_numpy().astype(np.int64, copy=False)
+    h = hashed.explode().drop_nulls().to_numpy()
+    del hashed
+    doc = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), lens)
     with np.errstate(over="ignore"):
         m = len(h)
         if m >= SHINGLE:
-            p1, p2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
-            sh = h[: m - 2] * p1 + h[1 : m - 1] * p2 + h[2:]
+            sh = h[: m - 2] * np.uint64(0x9E3779B97F4A7C15)
+            sh += h[1 : m - 1] * np.uint64(0xC2B2AE3D27D4EB4F)
+            sh += h[2:]
             ok = doc[: m - 2] == doc[2:]
             sh_doc, sh_h = doc[: m - 2][ok], sh[ok]
+            del sh, ok
         else:
-            sh_doc, sh_h = np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        short = counts[doc] < SHINGLE
-        if short.any():  # 1–2 word documents: their words are their shingles
+            sh_doc, sh_h = np.zeros(0, doc.dtype), np.zeros(0, np.uint64)
+        short_doc = (lens > 0) & (lens < SHINGLE)
+        if short_doc.any():  # 1–2 word documents (no 3-shingles above): their words are their shingles
+            short = np.repeat(short_doc, lens)
             sh_doc = np.concatenate([sh_doc, doc[short]])
             sh_h = np.concatenate([sh_h, h[short]])
-            order = np.argsort(sh_doc, kind="stable")
-            sh_doc, sh_h = sh_doc[order], sh_h[order]
-    return sh_doc, sh_h, counts
+    return sh_doc, sh_h, lens
 
 
 def minhash_signatures(texts: pl.Series | Sequence[str], num_perm: int = 64, seed: int = 0) -> np.ndarray:
-    """(n, num_perm) uint32 MinHash signatures; empty documents get all-ones rows (0xFFFFFFFF)."""
+    """(n, num_perm) uint32 MinHash signatures; empty documents get all-ones rows (0xFFFFFFFF).
+
+    Entry j of a document is ``min over its shingles s of ((a_j * s + b_j) mod 2**64) >> 32``; the
+    shift is monotonic, so it is applied to the minimum only.
+    """
     series = texts if isinstance(texts, pl.Series) else pl.Series("t", list(texts), dtype=pl.String)
-    n = len(series)
     sh_doc, sh_h, _ = shingle_hashes(series, seed)
+    return _signatures(sh_doc, sh_h, len(series), num_perm, seed)
+
+
+def _signatures(sh_doc: np.ndarray, sh_h: np.ndarray, n: int, num_perm: int, seed: int) -> np.ndarray:
     a, b = _perm_params(num_perm, seed)
-    sig = np.full((n, num_perm), 0xFFFFFFFF, dtype=np.uint32)
+    sig = np.full((num_perm, n), np.iinfo(np.uint64).max, dtype=np.uint64)
+    m = len(sh_h)
+    if m:
+        # blocks of about _BLOCK shingles cut at document starts, so each document lies in one block
+        starts = np.flatnonzero(np.r_[True, sh_doc[1:] != sh_doc[:-1]])
+        at = np.searchsorted(starts, np.arange(0, m, _BLOCK))
+        cuts = np.unique(np.r_[starts[at[at < len(starts)]], m])
+        buf = np.empty(int(np.diff(cuts).max()), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+                d, h = sh_doc[lo:hi], sh_h[lo:hi]
+                bounds = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
+                ids = d[bounds]
+                hv = buf[: hi - lo]
+                for j in range(num_perm):  # one permutation at a time: the block stays in cache
+                    np.multiply(h, a[j], out=hv)
+                    hv += b[j]
+                    sig[j, ids] = np.minimum.reduceat(hv, bounds)
+    sig >>= np.uint64(32)
+    out = np.empty((n, num_perm), dtype=np.uint32)
+    out[:] = sig.T
+    return out
+
+
+def _components_min(pa: np.ndarray, pb: np.ndarray, n: int) -> np.ndarray:
+    """Label of each of ``n`` nodes: the smallest node index of its connected component (edges pa–pb)."""
+    label = np.arange(n, dtype=np.int64)
+    while True:
+        m = np.minimum(label[pa], label[pb])
+        before = label.copy()
+        np.minimum.at(label, pa, m)
+        np.minimum.at(label, pb, m)
+        while True:  # pointer jumping: point at the label's label until stable
+            jumped = label[label]
+            if np.array_equal(jumped, label):
+                break
+            label = jumped
+        if np.array_equal(label, before):
+            return label
+
+
+def _candidate_pairs(sig: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LSH: (first, member) index pairs of documents sharing a band bucket, each pair once, sorted.
+
+    In every band, each member of a bucket is paired with the bucket's smallest index.
+    """
+    r = ROWS_PER_BAND
+    keys: list[np.ndarray] = []
     with np.errstate(over="ignore"):
-        for start in range(0, len(sh_h), _CHUNK):
-            d = sh_doc[start : start + _CHUNK]
-            hv = np.multiply.outer(sh_h[start : start + _CHUNK], a)
-            hv += b
-            hv >>= np.uint64(32)
-            bounds = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
-            mins = np.minimum.reduceat(hv, bounds, axis=0).astype(np.uint32)
-            ids = d[bounds]
-            sig[ids] = np.minimum(sig[ids], mins)
-    return sig
-
-
-def _find(parent: np.ndarray, i: int) -> int:
-    root = i
-    while parent[root] != root:
-        root = parent[root]
-    while parent[i] != root:
-        parent[i], i = root, parent[i]
-    return root
+        for band in range(sig.shape[1] // r):
+            cols = sig[eligible, band * r : (band + 1) * r]
+            key = np.zeros(len(eligible), dtype=np.uint64)
+            for j in range(r):
+                key = key * np.uint64(0x100000001B3) + cols[:, j].astype(np.uint64)
+            order = pl.Series(key).arg_sort().to_numpy().astype(np.int64)  # polars: faster than numpy here
+            ks = key[order]
+            starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+            lengths = np.diff(np.r_[starts, len(ks)])
+            multi = lengths > 1
+            if not multi.any():
+                continue
+            first = np.minimum.reduceat(order, starts)  # the best (lowest position) member of each bucket
+            member_first = np.repeat(first[multi], lengths[multi])
+            members = order[np.repeat(multi, lengths)]
+            m = members != member_first
+            n_el = np.uint64(len(eligible))
+            keys.append(member_first[m].astype(np.uint64) * n_el + members[m].astype(np.uint64))
+    if not keys:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    pairs = pl.Series(np.concatenate(keys)).unique().sort().to_numpy()
+    n_el = np.uint64(len(eligible))
+    return eligible[(pairs // n_el).astype(np.int64)], eligible[(pairs % n_el).astype(np.int64)]
 
 
 def near_duplicates(texts: pl.Series | Sequence[str], *, threshold: float = 0.8, num_perm: int = 64,
@@ -118,42 +173,23 @@ def near_duplicates(texts: pl.Series | Sequence[str], *, threshold: float = 0.8,
     dup = np.full(n, -1, dtype=np.int64)
     if n < 2:
         return DedupResult(dup, 0)
-    sig = minhash_signatures(series, num_perm, seed)
-    tokens = series.cast(pl.String).fill_null("").str.to_lowercase().str.count_matches(TOKEN_PATTERN).to_numpy()
+    sh_doc, sh_h, tokens = shingle_hashes(series, seed)
+    sig = _signatures(sh_doc, sh_h, n, num_perm, seed)
+    del sh_doc, sh_h
     eligible = np.flatnonzero(tokens >= MIN_TOKENS)
     if len(eligible) < 2:
         return DedupResult(dup, 0)
-    r = ROWS_PER_BAND
-    pairs_a: list[np.ndarray] = []
-    pairs_b: list[np.ndarray] = []
-    with np.errstate(over="ignore"):
-        for band in range(num_perm // r):
-            cols = sig[eligible, band * r : (band + 1) * r].astype(np.uint64)
-            key = np.zeros(len(eligible), dtype=np.uint64)
-            for j in range(r):
-                key = key * np.uint64(0x100000001B3) + cols[:, j]
-            order = np.argsort(key, kind="stable")  # stable: the best (lowest index) member first
-            ks = key[order]
-            starts = np.r_[True, ks[1:] != ks[:-1]]
-            run_id = np.cumsum(starts) - 1
-            first = order[np.flatnonzero(starts)][run_id]
-            member = order
-            m = first != member
-            if m.any():
-                ra, rb = eligible[first[m]], eligible[member[m]]
-                agree = (sig[ra] == sig[rb]).mean(axis=1) >= threshold
-                pairs_a.append(ra[agree])
-                pairs_b.append(rb[agree])
-    if not pairs_a:
+    ra, rb = _candidate_pairs(sig, eligible)
+    if len(ra):
+        equal = np.empty(len(ra), dtype=np.int64)
+        for start in range(0, len(ra), _CHUNK):  # small blocks: the gathered rows stay in cache
+            sl = slice(start, start + _CHUNK)
+            equal[sl] = np.count_nonzero(sig[ra[sl]] == sig[rb[sl]], axis=1)
+        agree = equal / num_perm >= threshold
+        ra, rb = ra[agree], rb[agree]
+    if not len(ra):
         return DedupResult(dup, 0)
-    pa, pb = np.concatenate(pairs_a), np.concatenate(pairs_b)
-    parent = np.arange(n, dtype=np.int64)
-    for x, y in zip(pa.tolist(), pb.tolist(), strict=True):
-        rx, ry = _find(parent, x), _find(parent, y)
-        if rx != ry:  # the smaller index (better priority) becomes the root
-            parent[max(rx, ry)] = min(rx, ry)
-    involved = np.unique(np.concatenate([pa, pb]))
-    roots = np.array([_find(parent, int(i)) for i in involved], dtype=np.int64)
-    is_dup = roots != involved
-    dup[involved[is_dup]] = roots[is_dup]
-    return DedupResult(dup, int(len(np.unique(roots[is_dup]))))
+    label = _components_min(ra, rb, n)
+    is_dup = label != np.arange(n)
+    dup[is_dup] = label[is_dup]
+    return DedupResult(dup, int(np.count_nonzero(np.bincount(label[is_dup], minlength=n))))

@@ -17,18 +17,22 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from reprodiag.errors import UserError
+from reprodiag.exporting import read_parquet_docs
 from reprodiag.redact import RedactionCounts, redact_record_doc
 from reprodiag.schema import Record, SchemaError, StageReport, parse_record
 from reprodiag.store import Store
 from scoring.config import ScoreConfig
-from scoring.dedup import near_duplicates
 from scoring.quality import DROP_ORDER, quality
 from scoring.splits import SPLITS, assign_splits
 from scoring.temporal import temporal_tag
+from scoring.vectorized import created_key, dedup_frame
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
@@ -49,15 +53,16 @@ class ScoreResult:
     redaction: RedactionCounts
 
 
-def dedup_text(record: Record) -> str:
-    """Text compared for near-duplicates: the problem statement plus the symptom's metric and values,
-    so that two templated threads with different numbers stay apart and cross-posts match."""
-    s = record.symptom
-    return f"{record.problem_statement}\n{s.metric or ''} {s.paper_value} {s.obtained_value}"
-
-
-def _created(record: Record) -> str:
-    return record.stats.created_at.isoformat() if record.stats.created_at else "9999"
+def _dedup_columns(records: list[Record]) -> pl.DataFrame:
+    return pl.DataFrame({
+        "thread_id": [r.thread_id for r in records], "keep": [r.quality.keep for r in records],
+        "score": [r.quality.score for r in records], "created_at": [created_key(r) for r in records],
+        "problem_statement": [r.problem_statement for r in records],
+        "metric": [r.symptom.metric for r in records], "paper_value": [r.symptom.paper_value for r in records],
+        "obtained_value": [r.symptom.obtained_value for r in records],
+    }, schema={"thread_id": pl.String, "keep": pl.Boolean, "score": pl.Int64, "created_at": pl.String,
+               "problem_statement": pl.String, "metric": pl.String, "paper_value": pl.Float64,
+               "obtained_value": pl.Float64})
 
 
 def score_batch(records: list[Record], config: ScoreConfig) -> ScoreResult:
@@ -71,16 +76,12 @@ def score_batch(records: list[Record], config: ScoreConfig) -> ScoreResult:
     clusters = 0
     dedup_notes: list[str] = []
     if config.dedup:
-        kept_idx = [i for i, r in enumerate(scored) if r.quality.keep]
-        kept_idx.sort(key=lambda i: (-scored[i].quality.score, _created(scored[i]), scored[i].thread_id))
-        result = near_duplicates([dedup_text(scored[i]) for i in kept_idx], threshold=config.dedup_threshold,
-                                 num_perm=config.num_perm, seed=config.seed)
+        result = dedup_frame(_dedup_columns(scored), config)
         clusters = result.clusters
         members: dict[str, list[str]] = {}
-        for pos, target in enumerate(result.duplicate_of.tolist()):
-            if target < 0:
+        for i, keep_i in enumerate(result.duplicate_of.tolist()):
+            if keep_i < 0:
                 continue
-            i, keep_i = kept_idx[pos], kept_idx[target]
             winner = scored[keep_i].thread_id
             q = scored[i].quality.model_copy(update={"keep": False, "drop_reason": "near_duplicate"})
             scored[i] = scored[i].model_copy(update={"quality": q, "duplicate_of": winner})
@@ -175,12 +176,9 @@ def read_records_file(path: Path) -> tuple[list[Record], list[Reject]]:
         raise UserError(f"--input {path} is a directory, expected a records JSONL file")
     items: list[tuple[int | None, Record | Reject]] = []
     if path.suffix == ".parquet":
-        import polars as pl
-
-        try:
-            rows = pl.read_parquet(path).to_dicts()
-        except Exception as exc:  # noqa: BLE001 - polars raises many types for a bad file
-            raise UserError(f"cannot read --input {path} as Parquet: {type(exc).__name__}") from None
+        if not path.exists():
+            raise UserError(f"cannot read --input {path}: no such file")
+        rows = read_parquet_docs(path)
         items = [(n, _parse_doc(d, n)) for n, d in enumerate(rows, start=1)]
     else:
         for n, raw in _read_lines(path):
@@ -243,24 +241,63 @@ def _write_jsonl(path: Path, docs: Iterable[dict[str, Any]], what: str) -> None:
         raise UserError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
 
 
+def parse_split_date(value: str | date | datetime | None) -> datetime | None:
+    """``YYYY-MM-DD`` (or a date/datetime) → a UTC datetime at midnight; a bad value is a UserError."""
+    if value is None or isinstance(value, datetime):
+        return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    text = str(value).strip()
+    try:
+        if len(text) != 10:
+            raise ValueError
+        d = date.fromisoformat(text)
+    except ValueError:
+        raise UserError(f"--split-date must be a date YYYY-MM-DD, got {text[:40]!r}") from None
+    return datetime(d.year, d.month, d.day, tzinfo=UTC)
+
+
+def _holdout(repos: Iterable[str]) -> frozenset[str]:
+    out = set()
+    for repo in repos:
+        r = str(repo).strip()
+        if r.count("/") != 1 or not all(r.split("/")) or any(c.isspace() for c in r):
+            raise UserError(f"--holdout-repo must be owner/name, got {r[:80]!r}")
+        out.add(r)
+    return frozenset(out)
+
+
 def run_score(store: Store | None, *, input: Path | None, output: Path | None, threshold: int = 4,
-              rejects: Path | None = None, seed: int = 0, config: ScoreConfig | None = None) -> StageReport:
+              rejects: Path | None = None, seed: int = 0, config: ScoreConfig | None = None,
+              split_date: str | date | datetime | None = None,
+              holdout_repos: Iterable[str] = ()) -> StageReport:
     """Score the workspace records (``store``) or ``input`` (JSONL/Parquet) into the store and/or ``output``.
 
-    Workspace mode replaces the ``scored`` table and this stage's rejects in
-    one transaction, so a killed run leaves the previous result and a rerun
-    gives the same result. ``output``: JSONL of every scored record (kept and
-    dropped). ``rejects``: JSONL ``{line, thread_id, reason}``.
+    Workspace mode (``input`` is None) replaces the ``scored`` table and this
+    stage's rejects in one transaction, so a killed run leaves the previous
+    result and a rerun gives the same result. File mode (``input`` given) is
+    pure: ``store`` is ignored, nothing is read from or written to it.
+    ``output``: JSONL of every scored record (kept and dropped). ``rejects``:
+    JSONL ``{line, thread_id, reason}``. ``split_date`` (``YYYY-MM-DD``,
+    UTC): time-based split (train before, test from that day on);
+    ``holdout_repos``: repositories whose records all go to test. Both are
+    ignored when ``config`` is given.
     """
     if config is None:
+        cut = parse_split_date(split_date)
+        holdout = _holdout(holdout_repos)
         try:
-            config = ScoreConfig(threshold=threshold, seed=seed)
+            config = ScoreConfig(threshold=threshold, seed=seed, split_date=cut, holdout_repos=holdout)
         except ValueError as exc:
             raise UserError(f"invalid score settings: {' '.join(str(exc).split())[:200]}") from None
+    if input is not None:
+        store = None
     if input is None and store is None:
         raise UserError("score needs a workspace or --input FILE")
-    run_id = store.start_run("score", {"input": str(input) if input else None, "threshold": threshold,
-                                       "seed": seed}) if store is not None else None
+    run_id = store.start_run("score", {
+        "threshold": config.threshold, "seed": config.seed,
+        "split_date": config.split_date.date().isoformat() if config.split_date else None,
+        "holdout_repos": sorted(config.holdout_repos)}) if store is not None else None
     try:
         records, bad = read_records_file(Path(input)) if input is not None else read_records_store(store)
         result = score_batch(records, config)
@@ -273,7 +310,7 @@ def run_score(store: Store | None, *, input: Path | None, output: Path | None, t
             with store.transaction() as c:
                 c.execute("DELETE FROM rejects WHERE stage='score'")
                 store.put_rejects("score", [(b.thread_id or f"line:{b.line}", b.reason) for b in bad])
-                store.put_scored(result.records, replace_all=input is None)
+                store.put_scored(result.records, replace_all=True)
     except BaseException:
         if store is not None and run_id is not None:
             store.finish_run(run_id, {}, status="failed")

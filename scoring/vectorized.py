@@ -6,27 +6,30 @@ are the single source of truth — and gives identical results
 (``tests/scoring/test_vectorized.py`` checks this on a sample):
 
 * quality components, score, drop reason and keep (:func:`score_frame`);
-* temporal tier, weight and detected versions (:func:`versions_frame`);
-* redaction (:func:`redact_frame`): the pure regex rules run as polars
-  ``str.replace_all``; rows where a checked rule or a user name could apply
-  (found with vectorized ``str.contains`` per cell and rule) then go through
-  the shared Python functions of :mod:`reprodiag.redact`, usually a small share.
+* temporal tier, weight and detected versions (:func:`versions_frame`: one
+  ``str.extract_all`` pass for all frameworks; each distinct match parsed once);
+* near-duplicates (:func:`dedup_frame`, also what :func:`scoring.pipeline.score_batch` calls);
+* redaction (:func:`redact_frame`, see :mod:`scoring.frame_redact`).
 
 Flat table columns (:data:`FRAME_SCHEMA`): one row per record; ``labels`` is
-the labels joined by newlines; ``participants`` a list of ``{login, role}``.
+the labels joined by newlines; ``participants`` a list of ``{login, role}``;
+``created_at`` the ISO-8601 creation time (:func:`created_key`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from reprodiag.redact import CHECKED_RULES, PURE_RULES, People, Rule, apply_checked_rule, redact_people
 from reprodiag.schema import Record
+from scoring import frame_redact
 from scoring.config import ScoreConfig
+from scoring.dedup import near_duplicates
 from scoring.quality import (
     ENV_LABEL_PATTERN,
     ENV_PATTERN,
@@ -57,6 +60,7 @@ FRAME_SCHEMA: dict[str, Any] = {
     "paper_value": pl.Float64, "obtained_value": pl.Float64, "state": pl.String, "comments": pl.Int64,
     "reactions": pl.Int64, "referenced": pl.Boolean, "bot_only": pl.Boolean, "has_answer": pl.Boolean,
     "labels": pl.String, "created_year": pl.Int64, "participants": pl.List(PARTICIPANT),
+    "metric": pl.String, "created_at": pl.String,
 }
 #: Free-text columns redacted, in the order the per-record walk visits them.
 REDACT_COLUMNS = ("problem_statement", "hypotheses", "root_cause", "resolution", "environment", "tried")
@@ -78,8 +82,14 @@ def records_to_frame(records: Sequence[Record]) -> pl.DataFrame:
             "has_answer": s.has_answer, "labels": "\n".join(s.labels),
             "created_year": s.created_at.year if s.created_at else r.temporal_tag.created_year,
             "participants": [{"login": p.login, "role": p.role} for p in s.participants],
+            "metric": r.symptom.metric, "created_at": created_key(r),
         })
     return pl.DataFrame(rows, schema=FRAME_SCHEMA)
+
+
+def created_key(record: Record) -> str:
+    """Sort key of a record's creation time: ISO-8601 (UTC), ``"9999"`` when unknown (sorts last)."""
+    return record.stats.created_at.isoformat() if record.stats.created_at else "9999"
 
 
 def _text(col: str) -> pl.Expr:
@@ -155,25 +165,43 @@ def versions_frame(text: pl.Series | pl.Expr, frame: pl.DataFrame | None = None)
     matches = (pl.DataFrame({"t": texts.fill_null("")}).with_row_index("row")
                .select("row", pl.col("t").str.extract_all(VERSION_PATTERN).alias("m"))
                .explode("m").drop_nulls("m"))
+    return _versions_from_matches(matches)
+
+
+def record_versions_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """:func:`versions_frame` of :func:`version_text_expr`, scanning field by field (no joined copy of the text).
+
+    Same result: a version mention never spans two fields (separators and versions hold no newline).
+    """
+    per_field = [_text(f).str.extract_all(VERSION_PATTERN) for f in TEXT_FIELDS]
+    per_field.append(pl.col("hypotheses").list.join("\n").fill_null("").str.extract_all(VERSION_PATTERN))
+    matches = (frame.lazy().select(pl.concat_list(per_field).alias("m")).with_row_index("row")
+               .explode("m").drop_nulls("m").collect())
+    return _versions_from_matches(matches)
+
+
+def _versions_from_matches(matches: pl.DataFrame) -> pl.DataFrame:
+    """``row, key, version`` from ``row, m`` (every match string of a row, in reading order)."""
     if matches.height == 0:
         return pl.DataFrame(schema={"row": pl.UInt32, "key": pl.String, "version": pl.String})
-    g = matches.with_columns(pl.col("m").str.extract_groups(VERSION_PATTERN).alias("g")).unnest("g")
+    # Mentions repeat a lot ("torch==1.8.1"): parse each distinct match string once.
+    distinct = matches.select(pl.col("m").unique())
+    g = distinct.with_columns(pl.col("m").str.extract_groups(VERSION_PATTERN).alias("g")).unnest("g")
     tag = pl.col("7")
-    long = g.select(
-        "row",
+    parsed = g.select(
+        "m",
         key=pl.coalesce(pl.col("1"), pl.col("3"), pl.col("5")).str.to_lowercase()
         .replace_strict(ALIASES, default=None, return_dtype=pl.String).fill_null(pl.lit(CUDA_TAG_KEY)),
         version=pl.coalesce(pl.col("2"), pl.col("4"), pl.col("6"),
                             pl.concat_str([tag.str.slice(0, tag.str.len_chars() - 1), pl.lit("."),
                                            tag.str.slice(-1)])),
     )
-    first = long.group_by(["row", "key"], maintain_order=True).agg(pl.col("version").first())
-    has_cuda = first.filter(pl.col("key") == "cuda").select("row").with_columns(has_cuda=pl.lit(True))
-    first = (first.join(has_cuda, on="row", how="left", maintain_order="left")
-             .filter(~((pl.col("key") == CUDA_TAG_KEY) & pl.col("has_cuda").fill_null(False)))
-             .with_columns(key=pl.col("key").replace(CUDA_TAG_KEY, "cuda"))
-             .drop("has_cuda"))
-    return first.sort(["row", "key"])
+    first = (matches.join(parsed, on="m", how="left", maintain_order="left").drop("m")
+             .unique(["row", "key"], keep="first", maintain_order=True))
+    has_cuda = first.filter(pl.col("key") == "cuda").select("row").unique()
+    tag_rows = first.filter(pl.col("key") == CUDA_TAG_KEY)
+    tag_rows = tag_rows.join(has_cuda, on="row", how="anti").with_columns(key=pl.lit("cuda"))
+    return pl.concat([first.filter(pl.col("key") != CUDA_TAG_KEY), tag_rows]).sort(["row", "key"])
 
 
 def versions_as_dicts(long: pl.DataFrame, n: int) -> list[dict[str, str]]:
@@ -183,89 +211,48 @@ def versions_as_dicts(long: pl.DataFrame, n: int) -> list[dict[str, str]]:
     return out
 
 
-def _checked(text: str | None, rules: list[Rule], people: People | None, counts: Counter[str]) -> str | None:
-    """:func:`reprodiag.redact.redact_checked` restricted to the rules that can match."""
-    if not text:
-        return text
-    for rule in rules:
-        text = apply_checked_rule(rule, text, counts)
-    if people is not None:
-        text = redact_people(text, people, counts)
-    return text
-
-
 def redact_frame(df: pl.DataFrame) -> tuple[pl.DataFrame, Counter[str]]:
-    """Redact :data:`REDACT_COLUMNS` (and participant logins); returns the frame and counts per kind."""
-    counts: Counter[str] = Counter()
-    cols = [c for c in REDACT_COLUMNS if c in df.columns]
-    out = df
-    for rule in PURE_RULES:
-        exprs: dict[str, pl.Expr] = {}
-        stats: list[pl.Expr] = []
-        for c in cols:
-            if out.schema[c] == pl.List(pl.String):
-                stats.append(pl.col(c).list.eval(pl.element().str.count_matches(rule.pattern)).list.sum().sum()
-                             .alias(c))
-                exprs[c] = pl.col(c).list.eval(pl.element().str.replace_all(rule.pattern, rule.replacement))
-            else:
-                stats.append(pl.col(c).str.count_matches(rule.pattern).sum().alias(c))
-                exprs[c] = pl.col(c).str.replace_all(rule.pattern, rule.replacement)
-        hits = sum(int(v or 0) for v in out.select(stats).row(0))
-        if hits:
-            counts[rule.kind] += hits
-            out = out.with_columns(**exprs)
+    """Redact :data:`REDACT_COLUMNS` (and participant logins in them); returns the frame and counts per kind.
 
-    # Checked rules and user names: flag (row, column, rule) cells vectorized, then run the shared
-    # Python functions on flagged rows only (a rule whose regex does not match is a no-op there).
-    is_list = {c: out.schema[c] == pl.List(pl.String) for c in cols}
+    See :mod:`scoring.frame_redact`.
+    """
+    return frame_redact.redact_frame(df, REDACT_COLUMNS)
 
-    def flat(c: str) -> pl.Expr:
-        return (pl.col(c).list.join("\n") if is_list[c] else pl.col(c)).fill_null("")
 
-    flag_exprs = [flat(c).str.contains(rule.pattern).alias(f"{c}|{k}")
-                  for c in cols for k, rule in enumerate(CHECKED_RULES)]
-    joined = pl.concat_str([flat(c) for c in cols], separator="\n")
-    flags = out.select(*flag_exprs, people=joined.str.contains("@", literal=True),
-                       low=joined.str.to_lowercase()).with_row_index("row")
-    if "participants" in out.columns:
-        logins = (out.select(pl.col("participants")).with_row_index("row").explode("participants")
-                  .drop_nulls("participants")
-                  .select("row", pl.col("participants").struct.field("login").str.to_lowercase().alias("login"))
-                  .filter(pl.col("login").str.len_chars() >= 3)
-                  .join(flags.select("row", "low"), on="row")
-                  .filter(pl.col("low").str.contains(pl.col("login"), literal=True))
-                  .select("row").unique())
-        flags = flags.with_columns(pl.col("people") | pl.col("row").is_in(logins["row"].implode()))
-    flags = flags.drop("low").filter(pl.any_horizontal(pl.exclude("row")))
-    if flags.height:
-        rows = flags["row"].to_list()
-        sub = out[rows]
-        parts = sub["participants"].to_list() if "participants" in out.columns else [None] * len(rows)
-        col_values = {c: sub[c].to_list() for c in cols}
-        flag_rows = flags.drop("row").rows()
-        names = flags.drop("row").columns
-        pos = {name: i for i, name in enumerate(names)}
-        rule_pos = [[pos[f"{c}|{k}"] for k in range(len(CHECKED_RULES))] for c in cols]
-        people_pos = pos["people"]
-        for i, plist in enumerate(parts):
-            f = flag_rows[i]
-            people = None
-            if f[people_pos]:
-                ordered = sorted(plist or [], key=lambda p: p["role"] != "asker")
-                people = People((p["login"], p["role"]) for p in ordered if p.get("login"))
-            for ci, c in enumerate(cols):
-                rules = [CHECKED_RULES[k] for k in range(len(CHECKED_RULES)) if f[rule_pos[ci][k]]]
-                if not rules and people is None:
-                    continue
-                v = col_values[c][i]
-                if is_list[c]:
-                    col_values[c][i] = None if v is None else [_checked(x, rules, people, counts) for x in v]
-                else:
-                    col_values[c][i] = _checked(v, rules, people, counts)
-        patch = pl.DataFrame({"row": pl.Series("row", rows, dtype=pl.UInt32),
-                              **{c: pl.Series(c, col_values[c], dtype=out.schema[c]) for c in cols}})
-        out = (out.with_row_index("row").join(patch, on="row", how="left", suffix="__new", maintain_order="left")
-               .with_columns([pl.when(pl.col("row").is_in(patch["row"].implode())).then(pl.col(f"{c}__new"))
-                              .otherwise(pl.col(c)).alias(c) for c in cols])
-               .drop(["row", *[f"{c}__new" for c in cols]]))
-    return out, counts
+@dataclass(frozen=True)
+class FrameDedup:
+    """``duplicate_of[row]``: the row kept in ``row``'s near-duplicate cluster, or -1 (kept or not compared)."""
+
+    duplicate_of: np.ndarray
+    clusters: int
+
+
+def dedup_text_expr() -> pl.Expr:
+    """Text compared for near-duplicates: the problem statement plus the symptom's metric and values, so that
+    two templated threads with different numbers stay apart and cross-posts match."""
+    return pl.concat_str([
+        _text("problem_statement"), pl.lit("\n"), _text("metric"), pl.lit(" "),
+        pl.col("paper_value").cast(pl.String).fill_null(""), pl.lit(" "),
+        pl.col("obtained_value").cast(pl.String).fill_null(""),
+    ])
+
+
+def dedup_frame(frame: pl.DataFrame, config: ScoreConfig) -> FrameDedup:
+    """Near-duplicates among rows with ``keep``: best ``score`` first, then oldest ``created_at``
+    (:func:`created_key`), then ``thread_id`` wins its cluster (:func:`scoring.dedup.near_duplicates`).
+
+    Needs ``keep``, ``score``, ``created_at``, ``thread_id`` and the :func:`dedup_text_expr` columns.
+    """
+    n = frame.height
+    dup = np.full(n, -1, dtype=np.int64)
+    kept = (frame.lazy().with_row_index("__row").filter(pl.col("keep"))
+            .sort(["score", pl.col("created_at").fill_null("9999"), "thread_id"], descending=[True, False, False])
+            .select("__row", dedup_text_expr().alias("t")).collect())
+    if kept.height < 2:
+        return FrameDedup(dup, 0)
+    result = near_duplicates(kept["t"], threshold=config.dedup_threshold, num_perm=config.num_perm,
+                             seed=config.seed)
+    rows = kept["__row"].to_numpy().astype(np.int64)
+    is_dup = result.duplicate_of >= 0
+    dup[rows[is_dup]] = rows[result.duplicate_of[is_dup]]
+    return FrameDedup(dup, result.clusters)

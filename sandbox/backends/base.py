@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from reprodiag.schema import LimitsSpec, Phase
+from sandbox.quota import DiskWatch
 
 #: Host variables passed into a sandbox when set (nothing else crosses; never tokens or keys).
 ENV_PASSTHROUGH = ("LANG", "LC_ALL", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
@@ -26,6 +27,8 @@ class StepRequest:
     (``/replay`` inside). ``timeout_s`` is wall-clock seconds for the whole
     process tree. ``gpu_devices`` are the indices of /dev/nvidiaN to expose.
     ``env`` holds extra variables for the step (e.g. SEED), added to the allowlist.
+    ``network`` is honoured for the ``setup`` phase only (see :func:`network_allowed`).
+    ``disk_watch``, when set, is polled during the step; passing its quota kills the step.
     """
 
     phase: Phase
@@ -37,12 +40,19 @@ class StepRequest:
     seed: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     gpu_devices: tuple[int, ...] = ()
+    disk_watch: DiskWatch | None = None
+
+
+def network_allowed(step: StepRequest) -> bool:
+    """Whether ``step`` gets the host network: only a ``setup`` step that asks for it
+    (``[setup] network = true``); run and fix steps never do, whatever they ask."""
+    return step.network and step.phase == "setup"
 
 
 @dataclass(frozen=True)
 class StepResult:
     """What a step did. ``exit_code`` is None after a timeout kill; ``error`` explains a failure of the
-    sandbox itself (not of the command)."""
+    sandbox itself (not of the command); ``quota_exceeded`` is why the disk watch killed the step early."""
 
     exit_code: int | None
     duration_s: float
@@ -54,6 +64,7 @@ class StepResult:
     leftover: int = 0
     limiter: str = "none"
     error: str | None = None
+    quota_exceeded: str | None = None
 
 
 class SandboxBackend(Protocol):

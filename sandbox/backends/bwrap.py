@@ -1,12 +1,27 @@
 """bubblewrap backend: a namespace sandbox built from selected read-only host
-directories, a private tmpfs HOME and /tmp, and one writable work dir.
+directories, private size-capped tmpfs HOME, /tmp and /dev/shm, and one writable work dir.
 
 Inside: ``/usr`` (and the /bin, /lib… links), a few /etc files, the project's
 interpreter and venv (read-only, at their host paths), a synthetic
-/etc/passwd, a fresh /proc of the sandbox's own pid namespace, a minimal /dev,
-no network (``--unshare-all``) unless the step asks for it (setup phase), a new
-user namespace with every capability dropped, ``--new-session`` and
-``--die-with-parent``. The host's home, workspace and other files are absent.
+/etc/passwd, a fresh /proc of the sandbox's own pid namespace (host processes
+and their environments are invisible; ``kill -9 -1`` reaches only the
+sandbox), a minimal read-only /dev (null, zero, full, random, urandom, tty: no
+block devices, no /dev/mem or /dev/kmsg) and no /sys (bound read-only only
+for GPU steps), a new user namespace with every capability dropped and no
+further user namespaces (``setuid``, ``unshare`` and ``mount`` fail),
+``--new-session`` and ``--die-with-parent``. The host's home, workspace and
+other files are absent; hard links to host files fail with EXDEV (different
+mounts).
+
+Network: none (``--unshare-all``), except for a ``setup`` step of a case with
+``[setup] network = true``, which gets ``--share-net`` (the host's network).
+Setup is the only phase that can ever have it; run and fix steps never do.
+Setup steps run under the same limits as every other step.
+
+The work dir is the only writable host path; its disk quota is enforced by
+the caller (a capped tmpfs, or the ``disk_watch`` polled here; see
+:mod:`sandbox.quota`). /tmp, HOME and /dev/shm are tmpfs of ``disk_mb`` each,
+fresh for every step.
 """
 
 from __future__ import annotations
@@ -18,7 +33,14 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from sandbox.backends.base import SANDBOX_HOME, SANDBOX_WORKDIR, StepRequest, StepResult, sandbox_env
+from sandbox.backends.base import (
+    SANDBOX_HOME,
+    SANDBOX_WORKDIR,
+    StepRequest,
+    StepResult,
+    network_allowed,
+    sandbox_env,
+)
 from sandbox.process import run_process
 
 #: Host /etc entries visible inside (read-only); credentials-bearing files are not among them.
@@ -64,7 +86,7 @@ def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged:
          "--disable-userns", "--new-session", "--die-with-parent", "--hostname", "sandbox"]
     if privileged:
         a += ["--cap-drop", "ALL"]
-    if step.network:
+    if network_allowed(step):
         a.append("--share-net")
     a += ["--ro-bind", "/usr", "/usr"]
     for name in ROOT_DIRS:
@@ -78,7 +100,8 @@ def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged:
     a += ["--ro-bind", f"{etc_dir}/passwd", "/etc/passwd", "--ro-bind", f"{etc_dir}/group", "/etc/group"]
     for d in (python_dirs() if ro_dirs is None else ro_dirs):
         a += ["--ro-bind", d, d]
-    a += ["--proc", "/proc", "--dev", "/dev"]
+    tmp_bytes = str(max(16, step.limits.disk_mb) * 1024 * 1024)
+    a += ["--proc", "/proc", "--dev", "/dev", "--size", tmp_bytes, "--tmpfs", "/dev/shm"]
     if gpu_devices:
         for name in NVIDIA_CONTROL:
             if os.path.exists(f"/dev/{name}"):
@@ -91,10 +114,9 @@ def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged:
         for extra in ("/usr/local/nvidia", "/usr/local/cuda", "/opt/nvidia"):
             if os.path.isdir(extra) and not extra.startswith("/usr/"):
                 a += ["--ro-bind", extra, extra]
-    tmp_bytes = str(max(16, step.limits.disk_mb) * 1024 * 1024)
     a += ["--size", tmp_bytes, "--tmpfs", "/tmp", "--size", tmp_bytes, "--tmpfs", SANDBOX_HOME]
     a += ["--bind", str(step.workdir), SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
-    a += ["--remount-ro", "/", "--clearenv"]
+    a += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
     for k, v in env.items():
         a += ["--setenv", k, v]
     a += ["--", "/bin/sh", "-c", step.command]
@@ -139,12 +161,13 @@ class BwrapBackend:
         argv = build_bwrap_argv(step, bwrap=self.bwrap, etc_dir=str(self.etc_dir), privileged=os.geteuid() == 0,
                                 env=env, gpu_devices=step.gpu_devices)
         lim = step.limits
-        out = run_process(argv, env={"PATH": "/usr/bin:/bin"}, cwd=None, timeout_s=step.timeout_s,
+        out = run_process(argv, env={"PATH": "/usr/bin:/bin"}, cwd="/", timeout_s=step.timeout_s,
                           memory_mb=lim.memory_mb, pids=lim.pids, cpus=lim.cpus, disk_mb=lim.disk_mb,
-                          allow_rlimit_as=not step.gpu_devices)
+                          allow_rlimit_as=not step.gpu_devices,
+                          watch=step.disk_watch.exceeded if step.disk_watch else None)
         return StepResult(
             exit_code=out.exit_code, duration_s=out.duration_s,
             stdout=out.stdout.decode("utf-8", errors="replace"), stderr=out.stderr.decode("utf-8", errors="replace"),
             timed_out=out.timed_out, oom_killed=out.oom_killed, pids_limited=out.pids_limited,
-            leftover=out.leftover, limiter=out.limiter,
+            leftover=out.leftover, limiter=out.limiter, quota_exceeded=out.stopped,
         )

@@ -4,7 +4,8 @@ The image (``$REPRODIAG_SANDBOX_IMAGE``, default ``python:3.11-slim``) provides
 the base system; the project's interpreter directories are bound read-only at
 their host paths so cases see the same libraries as under bwrap. No network,
 read-only root, tmpfs /tmp and HOME, the work dir as the only writable bind,
-all capabilities dropped, ``no-new-privileges``.
+all capabilities dropped, ``no-new-privileges``. Network (``bridge``) only for
+a ``setup`` step of a case with ``[setup] network = true``; never for run or fix.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import subprocess
 import uuid
 from functools import lru_cache
 
-from sandbox.backends.base import SANDBOX_HOME, SANDBOX_WORKDIR, StepRequest, StepResult, sandbox_env
+from sandbox.backends.base import (
+    SANDBOX_HOME,
+    SANDBOX_WORKDIR,
+    StepRequest,
+    StepResult,
+    network_allowed,
+    sandbox_env,
+)
 from sandbox.backends.bwrap import python_dirs
 from sandbox.process import run_process
 
@@ -36,7 +44,7 @@ def build_container_argv(engine: str, step: StepRequest, *, image: str, name: st
     lim = step.limits
     tmp = f"rw,nosuid,nodev,size={max(16, lim.disk_mb)}m,mode=1777"
     a = [engine, "run", "--rm", "--name", name, "--init",
-         "--network", "bridge" if step.network else "none",
+         "--network", "bridge" if network_allowed(step) else "none",
          "--read-only",
          "--memory", f"{lim.memory_mb}m", "--memory-swap", f"{lim.memory_mb}m",
          "--cpus", f"{lim.cpus:g}", "--pids-limit", str(lim.pids),
@@ -87,10 +95,11 @@ class ContainerBackend:
                                      "HOME": os.environ.get("HOME", "/root")},
                           cwd=None, timeout_s=step.timeout_s, memory_mb=lim.memory_mb, pids=lim.pids,
                           cpus=lim.cpus, disk_mb=lim.disk_mb, use_cgroup=False,
-                          on_timeout=[self.exe, "kill", name])
+                          on_kill=[self.exe, "kill", name],
+                          watch=step.disk_watch.exceeded if step.disk_watch else None)
         return StepResult(
             exit_code=out.exit_code, duration_s=out.duration_s,
             stdout=out.stdout.decode("utf-8", errors="replace"), stderr=out.stderr.decode("utf-8", errors="replace"),
-            timed_out=out.timed_out, oom_killed=out.exit_code == 137 and not out.timed_out,
-            limiter=self.name,
+            timed_out=out.timed_out, oom_killed=out.exit_code == 137 and not out.timed_out and not out.stopped,
+            limiter=self.name, quota_exceeded=out.stopped,
         )

@@ -19,10 +19,11 @@ class LocalBackend:
         lim = step.limits
         out = run_process(["/bin/sh", "-c", step.command], env=env, cwd=str(step.workdir), timeout_s=step.timeout_s,
                           memory_mb=lim.memory_mb, pids=lim.pids, cpus=lim.cpus, disk_mb=lim.disk_mb,
-                          allow_rlimit_as=not step.gpu_devices)
+                          allow_rlimit_as=not step.gpu_devices,
+                          watch=step.disk_watch.exceeded if step.disk_watch else None)
         return StepResult(
             exit_code=out.exit_code, duration_s=out.duration_s,
             stdout=out.stdout.decode("utf-8", errors="replace"), stderr=out.stderr.decode("utf-8", errors="replace"),
             timed_out=out.timed_out, oom_killed=out.oom_killed, pids_limited=out.pids_limited,
-            leftover=out.leftover, limiter=out.limiter,
+            leftover=out.leftover, limiter=out.limiter, quota_exceeded=out.stopped,
         )

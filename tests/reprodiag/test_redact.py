@@ -169,3 +169,82 @@ def test_odd_unicode_and_huge_text_do_not_break_redaction() -> None:
     text = "İstanbul ß ﬁ 😀 复现 指标对不上 @İlker " + "x" * 200_000 + " " + GH
     out = redact_text(text, People([("İlker", "asker")]))
     assert GH not in out and "复现" in out
+
+
+# --------------------------------------------------------------------------- false positives
+
+
+def test_common_word_logins_stay_in_prose_but_not_as_mentions_or_authors() -> None:
+    people = People([("data", "asker"), ("model", "maintainer"), ("bert", "contributor"),
+                     ("training", "contributor")])
+    text = "The data and model are fine; BERT and bert-base differ; training is slow. @data @Model thanks bert"
+    out = redact_text(text, people)
+    assert out == ("The data and model are fine; BERT and bert-base differ; training is slow. "
+                   "@asker_0 @maintainer_0 thanks bert")
+    t0 = datetime(2022, 1, 1, tzinfo=UTC)
+    red, _ = redact_thread(Thread(repo="a/b", number=1, kind="issue", title="model gap", body="the data split",
+                                  author="data", state="open", created_at=t0, updated_at=t0,
+                                  comments=[Comment(id="c", author="model", author_association="OWNER",
+                                                    created_at=t0, body="check the data loader")]))
+    assert (red.author, red.comments[0].author) == ("asker_0", "maintainer_0")
+    assert (red.title, red.body, red.comments[0].body) == ("model gap", "the data split", "check the data loader")
+
+
+@pytest.mark.parametrize("login, text, expected", [
+    ("alice-w", "thanks alice-w!", "thanks asker_0!"),           # hyphen
+    ("jdoe42", "jdoe42 said so", "asker_0 said so"),              # digit
+    ("ml_guy", "(ml_guy)", "(asker_0)"),                          # underscore
+    ("DeepLearner", "ask DeepLearner", "ask asker_0"),             # mixed case
+    ("DeepLearner", "ask deeplearner", "ask deeplearner"),         # case-sensitive as a bare word
+    ("zhangwei", "zhangwei fixed it", "asker_0 fixed it"),         # 6+ letters, not a common word
+    ("dataset", "the dataset is wrong", "the dataset is wrong"),   # common word
+    ("alice-w", "alice-w/repo and xalice-w and alice-wx", "alice-w/repo and xalice-w and alice-wx"),
+    ("alice-w", "email alice-w@x.org", "email [REDACTED_EMAIL]"),
+])
+def test_bare_logins_only_when_login_like(login: str, text: str, expected: str) -> None:
+    assert redact_text(text, People([(login, "asker")])) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "git clone git@github.com:owner/repo.git",
+    "remote git@gitlab.com:group/proj.git and GIT@bitbucket.org:x/y",
+    "cuDNN 8.9.2.26, TensorRT 8.6.1.6, TensorRT-8.6.1.6, libcudnn8=8.9.2.26-1+cuda12.1",
+    "torch==1.2.3.4, pkg>=10.0.0.1, version 10.0.0.1, v 1.2.3.4, driver: 5.1.2.3, 1.2.3.4.5",
+    "octets over 255: 300.1.2.3 and 10.0.0.256",
+])
+def test_hosts_and_versions_are_not_redacted(text: str) -> None:
+    assert redact_text(text, People()) == text
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("mail jane.git@example.org", "EMAIL"),
+    ("mail gitlab@example.org", "EMAIL"),
+    ("server at 10.1.2.3 is down", "IP"),
+    ("MASTER_ADDR=10.1.2.3", "IP"),
+    ("ip: 192.168.0.1", "IP"),
+])
+def test_near_misses_are_still_redacted(text: str, kind: str) -> None:
+    assert f"[REDACTED_{kind}]" in redact_text(text, People())
+
+
+def test_anchored_secret_scan_equals_a_full_scan() -> None:
+    import dataclasses
+    import random
+    from collections import Counter
+
+    from reprodiag.redact import CHECKED_RULES, apply_checked_rule
+
+    rule = CHECKED_RULES[0]
+    full = dataclasses.replace(rule, anchor=())
+    rng = random.Random(5)
+    atoms = ["token", "api_key", "Secret", "PASSWORD", "pwd", "my", "x", "_", "=", ": ", " ", '"', "'", "(", "1",
+             "abc123XYZ789qq", "hunter22", "ſ", "K", "İ", "keys", "credentials", "os.environ", "\n", "tokenizer",
+             ASSIGNED, "TOKEN", "Key"]
+    hits = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(atoms) for _ in range(rng.randrange(1, 12)))
+        a, b = Counter(), Counter()
+        assert apply_checked_rule(rule, text, a) == apply_checked_rule(full, text, b), text
+        assert a == b
+        hits += a["SECRET"]
+    assert hits > 50

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from reprodiag.schema import (
     Comment,
@@ -133,5 +134,5 @@ def test_record_errors_name_the_thread():
 
 def test_models_are_frozen():
     c = Comment(id="x", created_at="2020-01-01T00:00:00Z")
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         c.body = "changed"  # type: ignore[misc]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import polars as pl
 
 from reprodiag.schema import Record
 from scoring.config import ScoreConfig
@@ -57,3 +58,16 @@ def test_score_batch_marks_duplicates_and_keeps_the_best(make_record: Callable[.
     assert out[copy.thread_id].quality.drop_reason == "near_duplicate" and not out[copy.thread_id].quality.keep
     assert out[best.thread_id].quality.keep and out[best.thread_id].duplicate_of is None
     assert out[other.thread_id].quality.keep
+
+
+def test_long_short_and_empty_documents() -> None:
+    long_doc = " ".join(f"w{i % 5000}" for i in range(40_000))  # more shingles than one signature block
+    texts = ["", long_doc, "a b", None, long_doc + " tail", "a b", BASE, "x"]
+    sig = minhash_signatures(pl.Series(texts, dtype=pl.String))
+    assert (sig[0] == 0xFFFFFFFF).all() and (sig[3] == 0xFFFFFFFF).all()
+    assert np.array_equal(sig[2], sig[5]) and not (sig[2] == 0xFFFFFFFF).any()
+    # the same signature whether a document is alone or among others
+    assert np.array_equal(minhash_signatures([long_doc])[0], sig[1])
+    assert np.array_equal(minhash_signatures([BASE])[0], sig[6])
+    res = near_duplicates(texts, threshold=0.8)
+    assert res.duplicate_of.tolist() == [-1, -1, -1, -1, 1, -1, -1, -1]

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -105,3 +110,132 @@ def test_cli_scores_a_file(cli: Callable[..., object], make_record: Callable[...
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["counts"]["records"] == 34 and report["counts"]["rejects"] == 1
     assert GH not in out.read_text()
+
+
+# --------------------------------------------------------------------------- split options, file-mode purity
+
+
+def _dated(make_record: Callable[..., Record]) -> list[Record]:
+    return [make_record(i, repo=f"lab{i % 4}/m{i % 4}", year=2019 + i % 6,
+                        problem_statement=f"Record {i}: top-1 {60 + i} vs paper 81.8, variant {i * 37 % 101}, "
+                                          f"seed {i * 13 % 17}, batch {i * 7 % 11}.")
+            for i in range(24)]
+
+
+def test_split_date_and_holdout_repos(make_record: Callable[..., Record], tmp_path: Path) -> None:
+    src, out = tmp_path / "r.jsonl", tmp_path / "s.jsonl"
+    src.write_text("\n".join(r.model_dump_json() for r in _dated(make_record)) + "\n")
+    report = run_score(None, input=src, output=out, split_date="2022-01-01", holdout_repos=["lab1/m1"])
+    scored = [parse_record(json.loads(x)) for x in out.read_text().splitlines()]
+    kept = [r for r in scored if r.quality.keep]
+    assert len(kept) > 10
+    for r in kept:
+        before = r.stats.created_at is not None and r.stats.created_at.year < 2022
+        assert r.split == ("train" if before and r.repo != "lab1/m1" else "test"), r.thread_id
+    assert {r.split for r in kept} == {"train", "test"}
+    assert report.counts["split_validation"] == 0
+
+
+def test_bad_split_options_are_user_errors(tmp_path: Path) -> None:
+    src = tmp_path / "r.jsonl"
+    src.write_text("")
+    for kwargs in ({"split_date": "2022-13-01"}, {"split_date": "01/02/2022"}, {"holdout_repos": ["noslash"]},
+                   {"holdout_repos": ["a/b/c"]}):
+        with pytest.raises(UserError, match="split-date|holdout-repo"):
+            run_score(None, input=src, output=None, **kwargs)
+
+
+def test_cli_split_options(cli: Callable[..., object], make_record: Callable[..., Record], tmp_path: Path) -> None:
+    src, out = tmp_path / "r.jsonl", tmp_path / "s.jsonl"
+    src.write_text("\n".join(r.model_dump_json() for r in _dated(make_record)) + "\n")
+    proc = cli("-q", "score", "--input", str(src), "--output", str(out), "--split-date", "2021-06-30",
+               "--holdout-repo", "lab2/m2", "--holdout-repo", "lab3/m3")
+    assert proc.returncode == 0, proc.stderr
+    kept = [parse_record(json.loads(x)) for x in out.read_text().splitlines()]
+    kept = [r for r in kept if r.quality.keep]
+    assert all(r.split == "test" for r in kept if r.repo in ("lab2/m2", "lab3/m3"))
+    assert any(r.split == "train" for r in kept) and not any(r.split == "validation" for r in kept)
+    bad = cli("score", "--input", str(src), "--split-date", "tomorrow")
+    assert bad.returncode == 2 and "YYYY-MM-DD" in bad.stderr and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_file_mode_leaves_the_workspace_alone(cli: Callable[..., object], store: Store,
+                                              make_record: Callable[..., Record], tmp_path: Path) -> None:
+    store.put_records(_dated(make_record)[:5])
+    src, out = tmp_path / "r.jsonl", tmp_path / "s.jsonl"
+    src.write_text("\n".join(r.model_dump_json() for r in _dated(make_record)) + "\n")
+    runs_before = store.runs()
+    assert run_score(store, input=src, output=out).counts["records"] == 24
+    proc = cli("-q", "score", "--input", str(src), "--output", str(out), workspace=store.root)
+    assert proc.returncode == 0, proc.stderr
+    assert store.query("SELECT count(*) FROM scored")[0][0] == 0
+    assert store.runs() == runs_before
+
+
+# --------------------------------------------------------------------------- SIGKILL and rerun
+
+
+def _scored_table(root: Path) -> list[tuple[str, str]]:
+    s = Store(root, create=False)
+    try:
+        return [(r[0], r[1]) for r in s.query("SELECT thread_id, doc FROM scored ORDER BY thread_id")]
+    finally:
+        s.close()
+
+
+def _score_cmd(root: Path) -> list[str]:
+    return [sys.executable, "-m", "reprodiag", "-q", "-w", str(root), "score"]
+
+
+def test_sigkill_mid_run_then_rerun_matches_a_clean_run(make_record: Callable[..., Record],
+                                                        tmp_path: Path) -> None:
+    recs = [make_record(i, repo=f"lab{i % 37}/m{i % 37}", year=2016 + i % 10,
+                        participants=[(f"user{i % 50}", "asker"), ("bobmaint", "maintainer")],
+                        problem_statement=f"Record {i} @user{i % 50}: got {i % 90}.{i % 7} vs 81.8, "
+                                          f"run {i * 7919 % 1000}, torch=={i % 3}.{i % 12}.0, "
+                                          f"token={GH if i % 97 == 0 else 'none'}")
+            for i in range(2000)]
+    recs += [make_record(5000 + i, repo="dup/x", problem_statement=recs[i].problem_statement) for i in range(40)]
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    for root in (clean, killed):
+        s = Store(root)
+        s.put_records(recs)
+        s.close()
+    s = Store(clean)
+    run_score(s, input=None, output=None)
+    s.close()
+    expected = _scored_table(clean)
+    assert len(expected) == len(recs) and GH not in "".join(d for _, d in expected)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRODIAG_")}
+    repo_root = Path(__file__).resolve().parents[2]
+
+    def kill_mid_write() -> None:
+        Store(killed).close()  # a clean close checkpoints and removes the WAL: it grows from 0 again
+        wal = killed / "reprodiag.sqlite-wal"
+        proc = subprocess.Popen(_score_cmd(killed), env=env, cwd=repo_root, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        # the scored table (~4 MB) is written in one transaction: 256 KB of WAL means mid-write
+        while proc.poll() is None and time.monotonic() < deadline:
+            if wal.exists() and wal.stat().st_size > 256 * 1024:
+                break
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed mid-write"
+
+    def rerun() -> None:
+        done = subprocess.run(_score_cmd(killed), env=env, cwd=repo_root, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    kill_mid_write()
+    assert _scored_table(killed) == []  # nothing partial
+    rerun()
+    assert _scored_table(killed) == expected
+    kill_mid_write()  # a killed rerun keeps the previous complete result
+    assert _scored_table(killed) == expected
+    rerun()
+    assert _scored_table(killed) == expected
