@@ -1,6 +1,8 @@
 """The diagnosis benchmark as an inspect_ai task: ``inspect eval reprodiag/diagnosis --model openai/gpt-4o-mini``.
 
-Registered through the ``inspect_ai`` entry point in pyproject.toml. The eval set is the task argument
+The ``@task`` itself lives in :mod:`reprodiag.inspect_task` (inspect names a task after the import package
+that defines it, so it must be ``reprodiag``); it is registered through the ``inspect_ai`` entry point in
+pyproject.toml and calls :func:`build_task`. The eval set is the task argument
 ``eval_set`` (``-T eval_set=PATH``: JSONL, Parquet or a ``reprodiag build`` output dir), else
 ``$REPRODIAG_EVAL_SET``, else the small bundled sample. The scorer wraps the lexical grader: a sample is
 correct when the answer names the root cause; hit rank, false positives and the grader's reason go
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from inspect_ai import Task, task
+    from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer, stderr
     from inspect_ai.solver import TaskState, generate, system_message
@@ -54,8 +56,7 @@ def diagnosis_hit() -> Any:
     return score
 
 
-@task
-def diagnosis(eval_set: str | None = None) -> Task:
+def build_task(eval_set: str | None = None) -> Task:
     """The reprodiag diagnosis benchmark (one sample per eval item)."""
     path = Path(eval_set or os.environ.get("REPRODIAG_EVAL_SET") or sample_eval_path())
     items = load_eval_set(path)

@@ -23,7 +23,7 @@ def test_task_loads_and_scores_offline(tmp_path: Path) -> None:
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-    from eval_diagnosis.inspect_task import diagnosis
+    from reprodiag.inspect_task import diagnosis
 
     task = diagnosis()
     assert len(task.dataset) >= 10
