@@ -289,7 +289,9 @@ _COMMON = frozenset(_stem(w) for w in """data dataset training test eval lr bs g
 
 
 _KEY_STOP = frozenset("""table figure fig section appendix eq equation readme paper step steps the this that
-    with our we you yes no issue""".split())
+    with our we you yes no issue true false none null nan inf self default defaults please thanks note
+    before after when then also however since because instead while both either which what where there
+    here these those only just even still""".split())
 
 
 def key_terms(text: str, limit: int = 6) -> list[str]:

@@ -155,13 +155,18 @@ def _num(v: float | None) -> str:
 def symptom_text(r: Record) -> str:
     """``"BLEU: obtained 26.1, paper reports 28.4 (gap -2.3)"``, else the problem statement's start."""
     s = r.symptom
-    if s.metric and (s.paper_value is not None or s.obtained_value is not None):
-        gap = s.gap if s.gap is not None else (
-            s.obtained_value - s.paper_value if s.obtained_value is not None and s.paper_value is not None else None)
-        return (f"{s.metric}: obtained {_num(s.obtained_value)}, paper reports {_num(s.paper_value)}"
-                + (f" (gap {gap:+.4g})" if gap is not None else ""))
     text = " ".join((r.problem_statement or "").split())
-    return text[:300] + ("…" if len(text) > 300 else "")
+    text = text[:300] + ("…" if len(text) > 300 else "")
+    if s.metric and s.paper_value is not None and s.obtained_value is not None:
+        gap = s.gap if s.gap is not None else s.obtained_value - s.paper_value
+        return f"{s.metric}: obtained {_num(s.obtained_value)}, paper reports {_num(s.paper_value)} (gap {gap:+.4g})"
+    if s.metric and (s.paper_value is not None or s.obtained_value is not None or s.gap is not None):
+        known = [f"paper reports {_num(s.paper_value)}" if s.paper_value is not None else "",
+                 f"obtained {_num(s.obtained_value)}" if s.obtained_value is not None else "",
+                 f"gap {s.gap:+.4g}" if s.gap is not None else ""]
+        head = f"{s.metric}: " + ", ".join(k for k in known if k)
+        return head + (f". {text}" if text else "")
+    return text
 
 
 def environment_text(r: Record) -> str:

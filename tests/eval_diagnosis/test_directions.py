@@ -37,3 +37,13 @@ def test_acceptable_directions_are_specific() -> None:
 def test_key_terms_keep_identifiers() -> None:
     terms = key_terms("Use multi-bleu.perl with 13a tokenization and max_seq_length=512")
     assert "multi-bleu.perl" in terms and "max_seq_length" in terms
+
+
+def test_code_literals_are_not_key_terms() -> None:
+    from eval_diagnosis.directions import acceptable_directions
+
+    dirs = acceptable_directions("Before PyTorch 1.3 grid_sample behaved like `align_corners=True`; from 1.3 the "
+                                 "default is False.", "framework_version")
+    low = [d.lower() for d in dirs]
+    assert "align_corners" in low and "grid_sample" in low
+    assert "true" not in low and "false" not in low
