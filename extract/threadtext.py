@@ -27,6 +27,10 @@ _BOT_TEXT = re.compile(
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _INDENTED_CODE = re.compile(r"(?:^(?: {4}|\t).*\n?){3,}", re.M)
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？；])")
+#: Words after which a period does not end a sentence ("Sec. 4", "i.e. the", "et al. used", "vs. 28.4").
+_ABBREV = frozenset("""e.g i.e etc vs al sec fig figs eq eqs tab cf approx resp no nos ch app ref refs
+    mr ms dr prof st jan feb mar apr jun jul aug sep sept oct nov dec est min max avg std""".split())
+_LAST_WORD = re.compile(r"([A-Za-z][A-Za-z.]*)\.$")
 WS = re.compile(r"\s+")
 
 
@@ -71,11 +75,28 @@ class Sentence:
 def sentences(text: str, comment_id: str | None = None) -> list[Sentence]:
     """Non-empty sentences of prose (code removed); each is a verbatim substring of ``text``'s prose."""
     out = []
-    for part in _SENT_SPLIT.split(strip_code(text)):
+    for part in _split(strip_code(text)):
         s = part.strip()
         if len(s) >= 2:
             out.append(Sentence(s, comment_id))
     return out
+
+
+def _split(text: str) -> list[str]:
+    """Split at sentence ends and line breaks, but not after abbreviations or single initials."""
+    parts: list[str] = []
+    start = 0
+    for m in _SENT_SPLIT.finditer(text):
+        head = text[start:m.start()]
+        if "\n" not in m.group(0) and head.endswith("."):
+            w = _LAST_WORD.search(head)
+            word = w.group(1).lower().rstrip(".") if w else ""
+            if word in _ABBREV or (len(word) == 1 and word.isalpha()):
+                continue
+        parts.append(head)
+        start = m.end()
+    parts.append(text[start:])
+    return parts
 
 
 @dataclass(frozen=True)

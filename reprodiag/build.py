@@ -39,7 +39,6 @@ SYSTEM_PROMPT = ("You are an experienced machine-learning researcher. Someone ca
                  "in a paper. Reason from the symptom through the plausible hypotheses to the most likely root "
                  "cause, say how to verify it, and how to fix it. If the evidence is not conclusive, say so and "
                  "name what to check next.")
-OUTCOME_WORDS = {"confirmed": "confirmed", "refuted": "ruled out", "untested": "not tested"}
 
 #: Plausible but wrong directions per error type (direction, fix), for DPO pairs without a refuted hypothesis.
 WRONG_DIRECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -194,27 +193,53 @@ def user_message(r: Record, paper_titles: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+#: One-line gloss of each error type, opening every diagnosis.
+TYPE_GLOSS: dict[str, str] = {
+    "hyperparameter": "a training hyperparameter (learning rate, warmup, schedule, batch-size scaling, epochs)",
+    "data": "the data (dataset version or split, preprocessing, normalization, tokenization of inputs)",
+    "evaluation_protocol": "the evaluation protocol (metric implementation or version, decoding, test-time "
+                           "settings, post-processing)",
+    "framework_version": "a framework or library version (a changed default or behaviour)",
+    "seed_hardware": "seeds or hardware (run-to-run variance, multi-GPU nondeterminism, precision, GPU type)",
+    "other": "a cause outside the five usual categories",
+}
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether two texts say the same thing (one contains the other, whitespace- and case-insensitive)."""
+    x, y = " ".join(a.lower().split()), " ".join(b.lower().split())
+    return bool(x) and bool(y) and (x in y or y in x)
+
+
 def diagnosis_text(r: Record) -> str | None:
-    """The thread's expert reasoning as one assistant turn (None when there is nothing to teach)."""
+    """The thread's expert reasoning as one assistant turn (None when there is nothing to teach).
+
+    Order: the category, the hypotheses (ruled out, confirmed, still open), the cause (stated as
+    unconfirmed when the thread did not confirm it), the fix, and how to verify it against the paper."""
     hyps = [h for h in r.hypothesis_chain if h.text.strip()]
     root = (r.root_cause or "").strip()
     if not root and not hyps:
         return None
-    parts: list[str] = []
-    if hyps:
-        parts.append("Hypotheses considered:")
-        parts += [f"{i}. {h.text.strip()} — {OUTCOME_WORDS[h.outcome]}." for i, h in enumerate(hyps, start=1)]
+    resolved = r.resolution_type == "resolved" or r.is_resolved
+    parts: list[str] = [f"This looks like a problem with {TYPE_GLOSS.get(r.error_type, TYPE_GLOSS['other'])}."]
+    fix = (r.resolution or "").strip()
+    shown = [h for h in hyps if not (root and _same(h.text, root)) and not (fix and _same(h.text, fix))]
+    for outcome, title in (("refuted", "Ruled out"), ("confirmed", "Checked and confirmed"),
+                           ("untested", "Worth checking")):
+        group = [h.text.strip() for h in shown if h.outcome == outcome]
+        if group:
+            parts += ["", f"{title}:"] + [f"- {t}" for t in group]
     if root:
-        parts += ["", f"Root cause: {root}"]
+        label = "Root cause" if resolved else "Most likely cause (not confirmed in the thread)"
+        parts += ["", f"{label}: {root}"]
         if r.resolution:
             parts.append(f"Fix: {r.resolution.strip()}")
     else:
         open_h = [h.text.strip() for h in hyps if h.outcome != "refuted"]
-        parts += ["", "This gap is not fully explained yet by the evidence available."]
+        parts += ["", "The evidence does not explain the gap yet."]
         if open_h:
-            parts.append("Most promising open directions: " + "; ".join(open_h[:3]) + ".")
-        parts.append("Next step: verify these directions one at a time against the paper's exact setup "
-                     "before changing anything else.")
+            parts.append("Most promising open directions: " + "; ".join(open_h[:3]))
+    parts += ["", _verify_line(r)]
     return "\n".join(parts).strip()
 
 
@@ -247,15 +272,29 @@ def _pick(options: tuple[tuple[str, str], ...] | list[Any], key: str) -> Any:
     return options[h % len(options)]
 
 
+def _verify_line(r: Record) -> str:
+    s = r.symptom
+    if s.metric and s.paper_value is not None:
+        return (f"How to verify: change one thing at a time and rerun; {s.metric} should move to within the usual "
+                f"run-to-run spread of the paper's {_num(s.paper_value)}"
+                + (f" (now {_num(s.obtained_value)})." if s.obtained_value is not None else "."))
+    return "How to verify: change one thing at a time against the paper's exact setup and rerun."
+
+
 def rejected_text(r: Record, seed: int) -> str:
-    """A wrong diagnosis: a hypothesis the thread refuted, else a plausible direction of another error type."""
+    """A wrong diagnosis in the same shape as the chosen one (so a preference model learns content, not format):
+    a hypothesis the thread refuted, else a plausible direction of another error type."""
     refuted = [h.text.strip() for h in r.hypothesis_chain if h.outcome == "refuted" and h.text.strip()]
     if refuted:
-        return (f"Root cause: {refuted[0]}\nFix: correct this setting and rerun; that should close the gap.")
-    others = [t for t in ERROR_TYPES if t != r.error_type]
-    t = _pick(others, f"{seed}:{r.thread_id}:type")
-    direction, fix = _pick(WRONG_DIRECTIONS[t], f"{seed}:{r.thread_id}:dir")
-    return f"Root cause: {direction}.\nFix: {fix}."
+        gloss = TYPE_GLOSS.get(r.error_type, TYPE_GLOSS["other"])
+        cause, fix = refuted[0], "correct this setting and rerun; that should close the gap."
+    else:
+        others = [t for t in ERROR_TYPES if t != r.error_type]
+        t = _pick(others, f"{seed}:{r.thread_id}:type")
+        direction, fix_text = _pick(WRONG_DIRECTIONS[t], f"{seed}:{r.thread_id}:dir")
+        gloss, cause, fix = TYPE_GLOSS[t], direction[:1].upper() + direction[1:] + ".", fix_text + "."
+    return "\n".join([f"This looks like a problem with {gloss}.", "", f"Root cause: {cause}", f"Fix: {fix}", "",
+                      _verify_line(r)])
 
 
 def dpo_row(r: Record, *, confirmed_threads: set[str], paper_titles: dict[str, str], seed: int
