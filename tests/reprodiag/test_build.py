@@ -201,3 +201,33 @@ def test_empty_workspace_builds_empty_datasets(store: Store, tmp_path: Path) -> 
     assert rep.counts["sft rows"] == rep.counts["eval items"] == 0
     sft = load_from_disk(str(tmp_path / "e" / "sft"))
     assert sft["train"].num_rows == 0 and "messages" in sft["train"].column_names
+
+
+def _diag_record(resolution_type: str):  # noqa: ANN202
+    from reprodiag.schema import Hypothesis, Record, Symptom
+
+    return Record(
+        thread_id="o/r#1", repo="o/r", error_type="evaluation_protocol", resolution_type=resolution_type,
+        is_resolved=resolution_type == "resolved",
+        symptom=Symptom(metric="BLEU", paper_value=32.7, obtained_value=28.4, gap=-4.3),
+        hypothesis_chain=[Hypothesis(text="Maybe the learning rate is too low?", outcome="refuted"),
+                          Hypothesis(text="Did you use detokenized sacreBLEU?", outcome="confirmed"),
+                          Hypothesis(text="Check the beam size.", outcome="untested")],
+        root_cause="The paper reports tokenized BLEU from multi-bleu.perl.",
+        resolution="Score with multi-bleu.perl on tokenized output.")
+
+
+def test_diagnosis_text_orders_reasoning_and_hedges_unconfirmed_causes():
+    from reprodiag.build import diagnosis_text, rejected_text
+
+    text = diagnosis_text(_diag_record("resolved"))
+    order = [text.index(k) for k in ("evaluation protocol", "Ruled out:", "Checked and confirmed:",
+                                     "Worth checking:", "Root cause:", "Fix:", "How to verify")]
+    assert order == sorted(order)
+    assert "32.7" in text and "28.4" in text
+    hedged = diagnosis_text(_diag_record("unresolved_valuable"))
+    assert "Most likely cause (not confirmed in the thread):" in hedged and "Root cause:" not in hedged
+    rejected = rejected_text(_diag_record("resolved"), seed=0)
+    assert rejected.startswith("This looks like a problem with") and "How to verify" in rejected
+    assert "learning rate" in rejected  # the refuted hypothesis is the rejected diagnosis
+    assert rejected != text
