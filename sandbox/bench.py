@@ -19,6 +19,7 @@ from sandbox.backends.base import StepRequest
 from sandbox.backends.bwrap import bwrap_status
 from sandbox.backends.choose import make_backend
 from sandbox.backends.container import engine_status
+from sandbox.quota import open_scratch
 
 
 def _median_ms(fn: object, repeats: int) -> float:
@@ -63,4 +64,14 @@ def run_bench(repeats: int = 10) -> StageReport:
             report.counts[f"{name}_overhead_us"] = round((med - plain) * 1000)
             label = "local (no isolation; cgroup limits only)" if name == "local" else name
             report.notes.append(f"{label}: median {med:.2f} ms, overhead {med - plain:+.2f} ms vs plain")
+        for mode in ("auto", "watch"):
+            probe = open_scratch(64, root=scratch, mode=mode)  # type: ignore[arg-type]
+            probe.close()
+            if mode == "auto" and probe.mode != "tmpfs":
+                report.notes.append(f"scratch tmpfs: not measured ({probe.note})")
+                continue
+            med = _median_ms(lambda m=mode: open_scratch(64, root=scratch, mode=m).close(), repeats)  # type: ignore[misc]
+            name = "scratch_tmpfs" if mode == "auto" else "scratch_dir"
+            report.counts[f"{name}_median_us"] = round(med * 1000)
+            report.notes.append(f"{name.replace('_', ' ')} (disk quota, once per case): median {med:.2f} ms")
     return report

@@ -1,8 +1,12 @@
 """Run one command under limits: wall timeout that kills the whole process tree,
-cgroup (or rlimit) memory/pids limits, and bounded capture of stdout/stderr.
+cgroup (or rlimit) memory/pids limits, an optional polled watch (the disk
+quota) that kills the tree early, and bounded capture of stdout/stderr.
 
 Only the last :data:`CAPTURE_BYTES` of each stream are kept in memory, so a step
-printing gigabytes cannot exhaust the host.
+printing gigabytes cannot exhaust the host. Every kill is SIGKILL (a process
+ignoring SIGTERM changes nothing), to the process group and then to every
+member of the step's cgroup, so daemons that double-forked or called setsid
+die with the step, before the next step starts.
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ def run_process(
     disk_mb: int,
     allow_rlimit_as: bool = True,
     use_cgroup: bool = True,
+    limit_file_size: bool = True,
     on_kill: list[str] | None = None,
     watch: Callable[[], str | None] | None = None,
     watch_interval_s: float = 0.25,
@@ -96,8 +101,8 @@ def run_process(
 
     Limits go to a fresh cgroup when the host allows one (memory in MiB, pids,
     cpus as a CFS quota). Otherwise ``prlimit`` applies RLIMIT_NPROC, RLIMIT_AS
-    (only when ``allow_rlimit_as``; never with GPUs) and, always, RLIMIT_FSIZE
-    of ``disk_mb``. ``on_kill`` is an extra command run when the tree is killed
+    (only when ``allow_rlimit_as``; never with GPUs) and, unless
+    ``limit_file_size`` is off, RLIMIT_FSIZE of ``disk_mb``. ``on_kill`` is an extra command run when the tree is killed
     early (e.g. ``docker kill NAME``). ``watch``, when given, is called every
     ``watch_interval_s`` seconds while the command runs (and on a thread of its
     own); the first non-None reason it returns kills the whole tree at once and
@@ -109,12 +114,13 @@ def run_process(
     limiter = "none"
     rl: list[str] = []
     if prlimit:
-        rl.append(f"--fsize={disk_mb * 1024 * 1024}")
+        if limit_file_size:
+            rl.append(f"--fsize={disk_mb * 1024 * 1024}")
         if cg is None and use_cgroup:
             rl.append(f"--nproc={pids}")
             if allow_rlimit_as:
                 rl.append(f"--as={memory_mb * 1024 * 1024}")
-        full = [prlimit, *rl, "--", *full]
+        full = [prlimit, *rl, "--", *full] if rl else full
     if cg is not None:
         full = ["/bin/sh", "-c", cg.join_script(), "sh", *full]
         limiter = f"cgroup-{cg.mode.kind}"

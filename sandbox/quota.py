@@ -14,11 +14,14 @@ Two ways, chosen per run by :func:`open_scratch`:
     is unmounted and removed by the next run (:func:`reap_stale`), as stale
     cgroups are. The mount is always unmounted in :meth:`Scratch.close`.
 ``watch`` (no root, no ``mount``, or the kernel refused it)
-    A plain host directory. The backends run :meth:`DiskWatch.exceeded` every
-    :data:`WATCH_INTERVAL_S` seconds during each step and kill the step's
-    process tree as soon as the cap is passed; the check also runs after each
-    step. Between two polls a fast writer can overshoot by what it writes in
-    that time; RLIMIT_FSIZE still caps any single file at ``disk_mb``.
+    A plain host directory, measured by walking it. Between two polls a fast
+    writer can overshoot by what it writes in that time; RLIMIT_FSIZE still
+    caps any single file at ``disk_mb``.
+
+In both modes the backends poll :meth:`DiskWatch.exceeded` every
+:data:`WATCH_INTERVAL_S` seconds during each step and kill the step's process
+tree as soon as the quota is used up (a full tmpfs) or passed; the check also
+runs after each step and after the source is copied or cloned.
 
 Either way an exceeded quota ends the case with verdict ``error`` and the
 reason "work dir exceeded disk_mb=…".
@@ -56,55 +59,62 @@ def inode_cap(disk_mb: int) -> int:
 
 @dataclass(frozen=True)
 class DiskWatch:
-    """A polled quota on a host directory: ``disk_mb`` MiB allocated and ``inodes`` entries at most."""
+    """The quota of one scratch directory: ``disk_mb`` MiB allocated and ``inodes`` entries at most.
+
+    ``tmpfs``: the directory is a capped tmpfs, and "exceeded" means it is full
+    (one ``statvfs``); otherwise the tree is walked and measured.
+    """
 
     path: Path
     disk_mb: int
     inodes: int
+    tmpfs: bool = False
 
     def exceeded(self) -> str | None:
-        """The one-line reason when the directory is over its quota, else None."""
-        use = dir_usage(self.path)
+        """The one-line reason when the quota is used up (tmpfs full) or passed (walked), else None."""
+        if self.tmpfs:
+            try:
+                st = os.statvfs(self.path)
+            except OSError:
+                return None
+            if st.f_bfree == 0:
+                return f"work dir exceeded disk_mb={self.disk_mb} (its {self.disk_mb} MiB tmpfs is full)"
+            if st.f_ffree == 0:
+                return f"work dir exceeded disk_mb={self.disk_mb} (its limit of {self.inodes} files is reached)"
+            return None
+        use = dir_usage(self.path, reopen=True)
         if use.bytes > self.disk_mb * 1024 * 1024:
             return f"work dir exceeded disk_mb={self.disk_mb} ({use.bytes / 1048576:.1f} MiB written)"
         if use.inodes > self.inodes:
-            return f"work dir exceeded disk_mb={self.disk_mb}: {use.inodes} files, over its limit of {self.inodes}"
+            return f"work dir exceeded disk_mb={self.disk_mb} ({use.inodes} files, over its limit of {self.inodes})"
         return None
 
 
 class Scratch:
     """One run's scratch directory under its quota; ``close()`` unmounts (tmpfs) and removes it.
 
-    ``mode`` is ``tmpfs`` or ``watch``; ``note`` says why that mode was used.
-    ``watch`` is the :class:`DiskWatch` the backends poll (None with tmpfs: the
-    kernel enforces the cap).
+    ``mode`` is ``tmpfs`` or ``watch``; ``note`` says why that mode was used;
+    ``watch`` is the :class:`DiskWatch` the backends poll during each step
+    (with tmpfs the kernel enforces the cap and the poll only stops a step
+    that keeps running once the tmpfs is full).
     """
 
     def __init__(self, path: Path, disk_mb: int, mode: Literal["tmpfs", "watch"], note: str) -> None:
         self.path = path
         self.disk_mb = disk_mb
-        self.inodes = inode_cap(disk_mb)
         self.mode = mode
         self.note = note
-        self.watch = DiskWatch(path, disk_mb, self.inodes) if mode == "watch" else None
+        self.watch = DiskWatch(path, disk_mb, inode_cap(disk_mb), tmpfs=mode == "tmpfs")
 
     def exceeded(self) -> str | None:
-        """The one-line reason when the quota is used up (tmpfs full) or passed (watch), else None."""
-        if self.watch is not None:
-            return self.watch.exceeded()
-        try:
-            st = os.statvfs(self.path)
-        except OSError:
-            return None
-        if st.f_bfree == 0:
-            return f"work dir exceeded disk_mb={self.disk_mb} (its {self.disk_mb} MiB tmpfs is full)"
-        if st.f_ffree == 0:
-            return f"work dir exceeded disk_mb={self.disk_mb} (its limit of {self.inodes} files is reached)"
-        return None
+        """The one-line reason when the quota is used up or passed, else None."""
+        return self.watch.exceeded()
 
     def close(self) -> None:
         if self.mode == "tmpfs":
             _umount(self.path)
+        else:
+            dir_usage(self.path, reopen=True)  # undo any chmod 000 a step left, so the tree can be removed
         shutil.rmtree(self.path, ignore_errors=True)
 
     def __enter__(self) -> Scratch:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from reprodiag.schema import Phase, ReplaySpec, Step, Verdict, VerdictKind
 from sandbox.backends.base import SandboxBackend, StepRequest, StepResult
 from sandbox.gpu import GpuInfo, detect_gpus
 from sandbox.metric import MetricError, read_metric
+from sandbox.process import run_process
 from sandbox.quota import QuotaMode, Scratch, open_scratch
 from sandbox.spec import git_is_local, patch_text, source_dir, tolerance_for
 from sandbox.verdict import decide, measure
@@ -39,6 +39,7 @@ from sandbox.workdir import copy_source
 #: Characters of stdout/stderr kept per trajectory step.
 TAIL_CHARS = 2000
 PATCH_NAME = ".reprodiag-fix.patch"
+_DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded|File too large")
 _URL_AUTH = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
 
 
@@ -79,7 +80,9 @@ class _Run:
             raise _Stop("timeout", f"{phase} step exceeded its {timeout_s:g} s wall-clock limit and was killed"
                         + (f" ({res.leftover} process(es) survived)" if res.leftover else ""))
         if res.oom_killed:
-            raise _Stop("error", f"{phase} step killed: over the memory limit of {self.spec.limits.memory_mb} MiB")
+            raise _Stop("error", f"{phase} step killed: over the memory limit of {self.spec.limits.memory_mb} MiB"
+                        + (" (files it wrote to the work dir, /tmp or /dev/shm are in memory and count toward it)"
+                           if self.scratch.mode == "tmpfs" else ""))
         if res.exit_code != 0:
             extra = " (pids limit reached)" if res.pids_limited else ""
             raise _Stop("error", f"{phase} command exited with {res.exit_code}{extra}: {_last_lines(res)}")
@@ -113,27 +116,29 @@ GIT_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "submodule.recurse=false", "
             "-c", "protocol.ext.allow=never")
 
 
-def _clone(url: str, ref: str | None, work: Path, timeout_s: float, home: Path) -> Step:
-    """Clone a git source on the host (see :func:`git_env`; ``home`` is an empty directory)."""
+def _clone(url: str, ref: str | None, work: Path, timeout_s: float, home: Path, scratch: Scratch) -> Step:
+    """Clone a git source on the host (see :func:`git_env`; ``home`` is an empty directory) under the
+    run's disk quota (a full tmpfs fails the clone with ENOSPC; ``scratch.watch`` is polled), without
+    hard links into a local origin."""
     local = git_is_local(url)
     env = git_env(home, allow_file=local)
     shown = f"git clone {url}" + (f" && git checkout {ref}" if ref else "")
     start = time.monotonic()
     file_ok = ("-c", "protocol.file.allow=always") if local else ()
-    cmds = [["git", *GIT_SAFE, *file_ok, "clone", "--quiet", "--template=", "--", url, str(work)]]
+    cmds = [["git", *GIT_SAFE, *file_ok, "clone", "--quiet", "--template=", "--no-hardlinks", "--", url, str(work)]]
     if ref:
         cmds.append(["git", "-C", str(work), *GIT_SAFE, "checkout", "--quiet", ref, "--"])
     out, err, code, timed_out = "", "", 0, False
     for cmd in cmds:
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            timed_out, code = True, None
-            break
-        except OSError as exc:
-            code, err = 127, f"cannot run git: {exc.strerror}"
-            break
-        out, err, code = out + proc.stdout, err + proc.stderr, proc.returncode
+        left = timeout_s - (time.monotonic() - start)
+        res = run_process(cmd, env=env, cwd=None, timeout_s=max(left, 0.001), memory_mb=0, pids=0, cpus=0,
+                          disk_mb=scratch.disk_mb, use_cgroup=False, limit_file_size=False,
+                          watch=scratch.watch.exceeded)
+        out += res.stdout.decode("utf-8", errors="replace")
+        err += res.stderr.decode("utf-8", errors="replace")
+        code, timed_out = res.exit_code, res.timed_out
+        if res.stopped:
+            err += f"\n{res.stopped}"
         if code != 0:
             break
     return Step(phase="setup", command=mask_url(shown), exit_code=code, duration_s=round(time.monotonic() - start, 4),
@@ -187,9 +192,12 @@ def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, g
         if spec.source.git:
             home = scratch.path / "git-home"
             home.mkdir()
-            step = _clone(spec.source.git, spec.source.ref, work, spec.setup.timeout_s, home)
+            step = _clone(spec.source.git, spec.source.ref, work, spec.setup.timeout_s, home, scratch)
             run.steps.append(step)
-            if (over := scratch.exceeded()) is not None:
+            over = scratch.exceeded()
+            if over is None and step.exit_code != 0 and _DISK_FULL.search(step.stderr_tail):
+                over = f"work dir exceeded disk_mb={spec.limits.disk_mb} (the clone ran out of space)"
+            if over is not None:
                 raise _Stop("error", f"setup: git clone: {over}")
             if step.timed_out:
                 raise _Stop("timeout", f"setup: git clone exceeded {spec.setup.timeout_s:g} s")

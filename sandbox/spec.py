@@ -2,12 +2,20 @@
 
 A spec's ``[source] path`` is relative to the directory holding the TOML file;
 ``[fix] patch`` is either a path (relative to the same directory) to a unified
-diff, or the diff text itself. Default tolerances are relative deviations per
-``task_type`` (SPEC.md, "Replay in a sandbox").
+diff, or the diff text itself. Both must stay inside the spec's directory once
+resolved (``..``, absolute paths and symlinks leading out are rejected), so a
+case cannot make the host read, copy or apply its files from elsewhere. A
+``[source] git`` URL must be https://, http://, git://, file:// or an absolute
+local path (no ``ext::`` transports, no ssh with the host's keys). Default
+tolerances are relative deviations per ``task_type`` (SPEC.md, "Replay in a
+sandbox").
 """
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 import tomllib
 from pathlib import Path
 
@@ -26,6 +34,38 @@ DEFAULT_TOLERANCE: dict[str, float] = {
 
 #: Largest spec file read, in bytes (a spec is a few hundred bytes).
 MAX_SPEC_BYTES = 1_000_000
+#: Largest patch file read, in bytes.
+MAX_PATCH_BYTES = 16 * 1024 * 1024
+#: Git sources accepted: these URL schemes, or an absolute local path.
+_GIT_URL = re.compile(r"(?i)(https?|git|file)://[^\s]+")
+
+
+def git_is_local(url: str) -> bool:
+    """A ``file://`` URL or a local path (git's ``file`` protocol)."""
+    return url.lower().startswith("file://") or url.startswith("/")
+
+
+def _spec_file(spec_path: str | Path) -> Path:
+    p = Path(spec_path)
+    return p / "case.toml" if p.is_dir() else p
+
+
+def inside_case_dir(spec_path: str | Path, rel: str, key: str) -> Path:
+    """``rel`` resolved against the spec's directory; a one-line :class:`UserError` naming ``key``
+    when the result (after ``..`` and symlinks) is outside that directory."""
+    p = _spec_file(spec_path)
+    base = p.parent.resolve()
+    try:
+        target = (base / rel).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise UserError(f"{p}: key '{key}': cannot resolve {rel!r} ({exc})") from None
+    if target != base and base not in target.parents:
+        raise UserError(f"{p}: key '{key}': {_one_line(repr(rel), 80)} points outside the case directory {base}")
+    return target
+
+
+def _patch_is_path(raw: str) -> bool:
+    return "\n" not in raw.strip()
 
 
 def tolerance_for(spec: ReplaySpec) -> float:
@@ -96,32 +136,55 @@ def load_spec(path: str | Path) -> ReplaySpec:
         if not file_part or not key:
             raise UserError(f"{p}: key 'run.metric_json': expected 'FILE:key.path', got {spec.run.metric_json!r}")
     if spec.source.path is not None:
-        src = (p.parent / spec.source.path)
+        src = inside_case_dir(p, spec.source.path, "source.path")
         if not src.is_dir():
             raise UserError(f"{p}: key 'source.path': directory {src} does not exist")
+    if spec.source.git is not None:
+        url = spec.source.git
+        if "\x00" in url or not (_GIT_URL.fullmatch(url) or (url.startswith("/") and "\n" not in url)) \
+                or "::" in url.split("/", 1)[0]:
+            raise UserError(f"{p}: key 'source.git': expected an https://, http://, git:// or file:// URL or an "
+                            f"absolute path, got {_one_line(repr(url), 80)}")
+    if spec.source.ref is not None and (not spec.source.ref.strip() or spec.source.ref.startswith("-")
+                                        or any(c.isspace() or ord(c) < 32 for c in spec.source.ref)):
+        raise UserError(f"{p}: key 'source.ref': expected a branch, tag or commit name, got "
+                        f"{_one_line(repr(spec.source.ref), 80)}")
+    if spec.fix.patch is not None and _patch_is_path(spec.fix.patch):
+        inside_case_dir(p, spec.fix.patch.strip(), "fix.patch")
     return spec
 
 
 def source_dir(spec: ReplaySpec, spec_path: str | Path) -> Path | None:
-    """The case's source directory for a ``path`` source (None for git sources)."""
-    p = Path(spec_path)
-    if p.is_dir():
-        p = p / "case.toml"
-    return (p.parent / spec.source.path).resolve() if spec.source.path is not None else None
+    """The case's source directory for a ``path`` source (None for git sources); raises
+    :class:`UserError` when it is outside the spec's directory."""
+    if spec.source.path is None:
+        return None
+    return inside_case_dir(spec_path, spec.source.path, "source.path")
 
 
 def patch_text(spec: ReplaySpec, spec_path: str | Path) -> str | None:
-    """The fix's unified diff: the file named by ``[fix] patch`` if it exists, else the text itself."""
+    """The fix's unified diff: the file named by ``[fix] patch`` (one line: a path inside the spec's
+    directory, else :class:`UserError`), or the multi-line text itself."""
     if spec.fix.patch is None:
         return None
-    p = Path(spec_path)
-    if p.is_dir():
-        p = p / "case.toml"
+    p = _spec_file(spec_path)
     raw = spec.fix.patch
-    if "\n" not in raw.strip():
-        candidate = p.parent / raw.strip()
+    if _patch_is_path(raw):
+        candidate = inside_case_dir(p, raw.strip(), "fix.patch")
         try:
-            return candidate.read_text(encoding="utf-8")
+            fd = os.open(candidate, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
             raise UserError(f"{p}: key 'fix.patch': cannot read {candidate}: {exc.strerror or exc}") from None
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise UserError(f"{p}: key 'fix.patch': {candidate} is not a regular file")
+            if st.st_size > MAX_PATCH_BYTES:
+                raise UserError(f"{p}: key 'fix.patch': {candidate} is {st.st_size} bytes, over the "
+                                f"{MAX_PATCH_BYTES}-byte limit")
+            data = fh.read(MAX_PATCH_BYTES + 1)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{p}: key 'fix.patch': {candidate} is not UTF-8 text (byte {exc.start})") from None
     return raw

@@ -55,15 +55,34 @@ class DirUsage:
     inodes: int
 
 
-def dir_usage(path: Path) -> DirUsage:
-    """Bytes allocated and entries under ``path`` (links not followed; each inode counted once)."""
+def dir_usage(path: Path, *, reopen: bool = False) -> DirUsage:
+    """Bytes allocated and entries under ``path`` (links not followed; each inode counted once).
+
+    A directory that cannot be listed (a step may ``chmod 000`` one to hide its
+    contents from this walk) is made ``u+rwx`` and listed when ``reopen`` is
+    set; otherwise it counts as one empty entry.
+    """
     total = 0
     entries = 0
     seen: set[tuple[int, int]] = set()
-    for root, dirs, files in os.walk(path, followlinks=False):
-        for name in dirs + files:
+    stack = [os.fspath(path)]
+    while stack:
+        d = stack.pop()
+        try:
+            it = list(os.scandir(d))
+        except PermissionError:
+            if not reopen:
+                continue
             try:
-                st = os.lstat(os.path.join(root, name))
+                os.chmod(d, 0o700)
+                it = list(os.scandir(d))
+            except OSError:
+                continue
+        except OSError:
+            continue
+        for e in it:
+            try:
+                st = e.stat(follow_symlinks=False)
             except OSError:
                 continue
             key = (st.st_dev, st.st_ino)
@@ -72,6 +91,8 @@ def dir_usage(path: Path) -> DirUsage:
             seen.add(key)
             entries += 1
             total += max(st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_blocks * 512)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(e.path)
     return DirUsage(total, entries)
 
 

@@ -46,6 +46,9 @@ def test_no_network_to_a_host_loopback_server(bwrap: BwrapBackend, step: Step,
     r = bwrap.run(step(probe))
     assert r.exit_code != 0
     assert "connected" not in r.stdout
+    for phase in ("before", "fix", "after"):  # asking for the network outside setup is ignored
+        r = bwrap.run(step(probe, network=True, phase=phase))
+        assert r.exit_code != 0 and "connected" not in r.stdout
     time.sleep(0.3)
     assert b"leak" not in got
     # control: the setup phase may ask for the network, and then the same probe connects
@@ -59,8 +62,12 @@ def test_no_network_to_a_host_loopback_server(bwrap: BwrapBackend, step: Step,
 
 def test_writes_outside_the_work_dir_fail(bwrap: BwrapBackend, step: Step, tmp_path: Path, workdir: Path) -> None:
     outside = tmp_path / "outside.txt"
+    import sysconfig
+
     targets = [str(outside), "/usr/pwned", "/etc/pwned", f"{sys.prefix}/pwned", "/pwned", "/root/pwned",
-               f"{Path(sys.executable).resolve().parent}/pwned"]
+               f"{Path(sys.executable).resolve().parent}/pwned", f"{sysconfig.get_paths()['purelib']}/pwned.py",
+               f"{sys.base_prefix}/pwned", f"{Path(os.__file__).parent}/pwned.py", "/dev/pwned", "/proc/pwned",
+               "/home/pwned", "/opt/pwned", "/var/pwned"]
     script = "; ".join(f"(echo x > {t}) 2>/dev/null && echo WROTE {t}" for t in targets)
     r = bwrap.run(step(script + "; echo ok > inside.txt; echo done"))
     assert "WROTE" not in r.stdout, r.stdout
@@ -76,10 +83,67 @@ def test_host_secrets_are_invisible(bwrap: BwrapBackend, step: Step, monkeypatch
                "ANTHROPIC_API_KEY": "sk-ant-secretvalue", "AWS_SECRET_ACCESS_KEY": "awssecretvalue"}
     for k, v in secrets.items():
         monkeypatch.setenv(k, v)
-    r = bwrap.run(step("env; cat /proc/self/environ; cat /proc/1/environ"))
-    assert r.exit_code == 0
+    r = bwrap.run(step("env; cat /proc/self/environ; cat /proc/1/environ; cat /proc/*/environ; "
+                       "cat /proc/1/cmdline /proc/*/cmdline; echo end"))
+    assert r.exit_code == 0 and "end" in r.stdout
     for k, v in secrets.items():
         assert k not in r.stdout and v not in r.stdout
+    assert "PWD=/work" not in r.stdout  # not even the host's working directory
+
+
+def test_sys_and_dev_hold_nothing_sensitive(bwrap: BwrapBackend, step: Step) -> None:
+    r = bwrap.run(step(
+        "ls -A /sys 2>/dev/null | wc -l; find /dev -type b | wc -l; ls /dev | tr '\\n' ' '; echo; "
+        "for d in mem kmem port kmsg sda vda nvme0 loop0 mapper console fuse; do test -e /dev/$d && echo HAS-$d; done; "
+        "(echo x > /dev/pwned) 2>/dev/null && echo DEV-WRITABLE; "
+        "head -c 100 /dev/urandom | wc -c; echo ok > /dev/shm/s && cat /dev/shm/s; "
+        "cat /proc/kmsg 2>/dev/null | head -c 1 | wc -c"))
+    lines = r.stdout.splitlines()
+    assert lines[0] == "0"             # no /sys at all (GPU steps only get it read-only)
+    assert lines[1] == "0"             # no block devices
+    assert set(lines[2].split()) <= {"core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin",
+                                      "stdout", "tty", "urandom", "zero"}
+    assert not any(ln.startswith("HAS-") for ln in lines), r.stdout
+    assert "DEV-WRITABLE" not in r.stdout
+    assert lines[-3:] == ["100", "ok", "0"]  # the harmless devices and /dev/shm work
+
+
+def test_hard_links_to_host_files_fail(bwrap: BwrapBackend, step: Step, workdir: Path) -> None:
+    targets = ["/etc/passwd", "/etc/hosts", "/usr/bin/env", sys.executable, f"{sys.prefix}/pyvenv.cfg"]
+    r = bwrap.run(step("; ".join(f"ln {t} hl{i} 2>&1 && echo LINKED" for i, t in enumerate(targets))
+                       + "; echo x > own; ln own own2 && echo SELF-OK"))
+    assert "LINKED" not in r.stdout, r.stdout
+    assert r.stdout.count("Invalid cross-device link") == len(targets)
+    assert "SELF-OK" in r.stdout  # control: links inside the work dir work
+
+
+def test_privilege_changes_fail(bwrap: BwrapBackend, step: Step) -> None:
+    r = bwrap.run(step(
+        "unshare -U true 2>/dev/null && echo UNSHARE-USER; unshare -m true 2>/dev/null && echo UNSHARE-MNT; "
+        "unshare -n true 2>/dev/null && echo UNSHARE-NET; mkdir -p m; mount -t tmpfs none m 2>/dev/null && echo MOUNTED; "
+        "python -c 'import os; os.setuid(0)' 2>/dev/null && echo SETUID; "
+        "python -c 'import os; os.setgid(0)' 2>/dev/null && echo SETGID; "
+        "python -c 'import os; os.chroot(\"/tmp\")' 2>/dev/null && echo CHROOT; "
+        "grep -E '^Cap(Eff|Prm|Amb)' /proc/self/status; id -u; echo end"))
+    assert "end" in r.stdout
+    for bad in ("UNSHARE-USER", "UNSHARE-MNT", "UNSHARE-NET", "MOUNTED", "SETUID", "SETGID", "CHROOT"):
+        assert bad not in r.stdout, bad
+    caps = [ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("Cap")]
+    assert caps and all(int(c, 16) == 0 for c in caps)
+
+
+def test_kill_minus_one_reaches_only_the_sandbox(bwrap: BwrapBackend, step: Step) -> None:
+    host = subprocess.Popen(["sleep", "60.123"])
+    try:
+        r = bwrap.run(step("sleep 60.456 & sleep 0.2; kill -9 -1; sleep 0.2; "
+                           "ls /proc | grep -c '^[0-9]'; echo survived-inside", timeout_s=20))
+        assert "survived-inside" in r.stdout  # kill -1 spares the caller
+        assert host.poll() is None            # the host process is untouched
+        assert os.getppid() > 1 and psutil.Process().is_running()
+        assert procs_with("60.456") == []
+    finally:
+        host.kill()
+        host.wait()
 
 
 def test_fork_bomb_is_contained(bwrap: BwrapBackend, step: Step) -> None:

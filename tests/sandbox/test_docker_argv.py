@@ -15,7 +15,8 @@ from sandbox.backends.container import build_container_argv
 
 def argv(engine: str = "docker", **kw: object) -> list[str]:
     kw.setdefault("limits", LimitsSpec(memory_mb=512, cpus=1.5, pids=64, disk_mb=100))
-    step = StepRequest(phase="before", command="python train.py --x 'a b'", workdir=Path("/tmp/w"), timeout_s=9,
+    kw.setdefault("phase", "before")
+    step = StepRequest(command="python train.py --x 'a b'", workdir=Path("/tmp/w"), timeout_s=9,
                        seed=3, **kw)  # type: ignore[arg-type]
     env = sandbox_env(step, host_env={"GITHUB_TOKEN": "ghp_x", "LANG": "C", "OPENBLAS_CORETYPE": "Haswell"})
     return build_container_argv(engine, step, image="img:1", name="n1", env=env, user="0:0",
@@ -59,8 +60,10 @@ def test_environment_is_an_allowlist() -> None:
 
 
 def test_network_and_gpus() -> None:
-    p = pairs(argv(network=True, gpu_devices=(0, 2)))
+    p = pairs(argv(network=True, phase="setup", gpu_devices=(0, 2)))
     assert ("--network", "bridge") in p
+    for phase in ("before", "fix", "after"):  # only setup may ever have the network
+        assert ("--network", "none") in pairs(argv(network=True, phase=phase))
     assert ("--gpus", "device=0,2") in p
     assert ("--pids-limit", "64") in pairs(argv("podman"))
     assert argv("podman")[0] == "podman"
