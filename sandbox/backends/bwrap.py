@@ -98,8 +98,6 @@ def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged:
     for name in ETC_ALLOW:
         a += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     a += ["--ro-bind", f"{etc_dir}/passwd", "/etc/passwd", "--ro-bind", f"{etc_dir}/group", "/etc/group"]
-    for d in (python_dirs() if ro_dirs is None else ro_dirs):
-        a += ["--ro-bind", d, d]
     tmp_bytes = str(max(16, step.limits.disk_mb) * 1024 * 1024)
     a += ["--proc", "/proc", "--dev", "/dev", "--size", tmp_bytes, "--tmpfs", "/dev/shm"]
     if gpu_devices:
@@ -115,6 +113,9 @@ def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged:
             if os.path.isdir(extra) and not extra.startswith("/usr/"):
                 a += ["--ro-bind", extra, extra]
     a += ["--size", tmp_bytes, "--tmpfs", "/tmp", "--size", tmp_bytes, "--tmpfs", SANDBOX_HOME]
+    # After the tmpfs mounts: an interpreter or venv that lives under /tmp (a CI checkout, say) stays visible.
+    for d in (python_dirs() if ro_dirs is None else ro_dirs):
+        a += ["--ro-bind", d, d]
     a += ["--bind", str(step.workdir), SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
     a += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
     for k, v in env.items():

@@ -235,3 +235,25 @@ def test_limits_use_cgroups_when_the_host_allows() -> None:
     mode = cgroup_mode()
     assert mode.kind in ("v1", "v2", "none")
     assert mode.reason
+
+
+def test_an_interpreter_dir_under_tmp_stays_visible_read_only(bwrap: BwrapBackend, step: Step,
+                                                               tmp_path: Path) -> None:
+    """A checkout (and its .venv) under /tmp must not be hidden by the sandbox's private /tmp."""
+    import shutil
+
+    from sandbox.backends.base import sandbox_env
+    from sandbox.backends.bwrap import build_bwrap_argv
+
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "checkout" / ".venv"
+    venv.mkdir(parents=True)
+    (venv / "marker.txt").write_text("venv-visible")
+    s = step("cat " + str(venv / "marker.txt") + "; touch " + str(venv / "w") + " 2>/dev/null && echo WROTE; "
+             "touch /tmp/private && echo TMP-WRITABLE")
+    argv = build_bwrap_argv(s, bwrap=shutil.which("bwrap") or "bwrap", etc_dir=str(bwrap.etc_dir),
+                            privileged=os.geteuid() == 0, env=sandbox_env(s), ro_dirs=[str(venv)])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert "venv-visible" in out.stdout, out.stderr
+    assert "WROTE" not in out.stdout and "TMP-WRITABLE" in out.stdout
+    assert not (venv / "w").exists()
