@@ -39,9 +39,9 @@ from sandbox.backends.base import (
     StepRequest,
     StepResult,
     network_allowed,
+    run_limited,
     sandbox_env,
 )
-from sandbox.process import run_process
 
 #: Host /etc entries visible inside (read-only); credentials-bearing files are not among them.
 ETC_ALLOW = (
@@ -161,14 +161,4 @@ class BwrapBackend:
         env = sandbox_env(step)
         argv = build_bwrap_argv(step, bwrap=self.bwrap, etc_dir=str(self.etc_dir), privileged=os.geteuid() == 0,
                                 env=env, gpu_devices=step.gpu_devices)
-        lim = step.limits
-        out = run_process(argv, env={"PATH": "/usr/bin:/bin"}, cwd="/", timeout_s=step.timeout_s,
-                          memory_mb=lim.memory_mb, pids=lim.pids, cpus=lim.cpus, disk_mb=lim.disk_mb,
-                          allow_rlimit_as=not step.gpu_devices,
-                          watch=step.disk_watch.exceeded if step.disk_watch else None)
-        return StepResult(
-            exit_code=out.exit_code, duration_s=out.duration_s,
-            stdout=out.stdout.decode("utf-8", errors="replace"), stderr=out.stderr.decode("utf-8", errors="replace"),
-            timed_out=out.timed_out, oom_killed=out.oom_killed, pids_limited=out.pids_limited,
-            leftover=out.leftover, limiter=out.limiter, quota_exceeded=out.stopped,
-        )
+        return run_limited(argv, step, env={"PATH": "/usr/bin:/bin"}, cwd="/")

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from sandbox.backends.base import StepRequest
@@ -103,3 +104,15 @@ def make_case(tmp_path: Path) -> CaseFactory:
         return d / "case.toml"
 
     return make
+
+
+def procs_with(marker: str) -> list[psutil.Process]:
+    """Live processes whose command line contains ``marker``."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(marker in part for part in (p.info["cmdline"] or [])):
+                out.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out

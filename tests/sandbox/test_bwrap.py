@@ -17,19 +17,11 @@ from sandbox.backends.base import StepRequest
 from sandbox.backends.bwrap import BwrapBackend
 from sandbox.limits import cgroup_mode
 from sandbox.pipeline import run_replay
+from tests.sandbox.conftest import procs_with
 
 Step = Callable[..., StepRequest]
 
 
-def procs_with(marker: str) -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if any(marker in part for part in (p.info["cmdline"] or [])):
-                out.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return out
 
 
 def test_runs_with_the_project_interpreter(bwrap: BwrapBackend, step: Step) -> None:

@@ -17,6 +17,7 @@ from reprodiag.schema import Verdict
 from sandbox.backends.bwrap import BwrapBackend
 from sandbox.replay import TAIL_CHARS, replay_case
 from sandbox.spec import load_spec
+from tests.sandbox.conftest import procs_with
 
 MakeCase = Callable[..., Path]
 FIX = '[fix]\ncommand = "true"\n'
@@ -26,15 +27,6 @@ def replay(path: Path, backend: BwrapBackend, tmp_path: Path) -> Verdict:
     return replay_case(load_spec(path), path, backend, scratch_root=tmp_path)
 
 
-def procs_with(marker: str) -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        try:
-            if any(marker in part for part in (p.info["cmdline"] or [])):
-                out.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return out
 
 
 def test_two_gigabytes_of_output_keep_a_bounded_tail_and_bounded_host_memory(
