@@ -260,13 +260,23 @@ def replay(
     draft: Annotated[bool, typer.Option(help="Draft ReplaySpecs from workspace records for review.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=64)] = 1,
     force: Annotated[bool, typer.Option(help="Replay cases that already have a stored verdict.")] = False,
+    approve: Annotated[list[str] | None, typer.Option("--approve", help="Mark a reviewed draft ready "
+                                                      "(repeatable).")] = None,
 ) -> None:
     """Replay cases in a sandbox and confirm (or refute) the fix.
 
     Example: reprodiag replay --case cases/f1-average/case.toml --output verdict.json
+
+    Drafts: reprodiag replay --draft, review <workspace>/cases/*/case.toml, reprodiag replay --approve ID,
+    then reprodiag replay.
     """
     from sandbox.pipeline import run_replay
 
+    if approve:
+        from sandbox.draft import approve_cases
+
+        _report(approve_cases(_store(), approve))
+        return
     store = None if (case and output) else _store()
     _report(run_replay(store, cases=case or [], backend=backend.value, unsafe_local=unsafe_local, output=output,
                        bundled=bundled, draft=draft, concurrency=concurrency, force=force))

@@ -576,6 +576,11 @@ class Store:
                 (case_id, path, status, thread_id, _dumps(missing or []), _dumps(spec) if spec else None),
             )
 
+    def set_case_status(self, case_id: str, status: str) -> bool:
+        """Change a case's status (e.g. a reviewed ``draft`` becomes ``ready``); False if unknown."""
+        with self.transaction() as c:
+            return c.execute("UPDATE cases SET status=? WHERE case_id=?", (status, case_id)).rowcount > 0
+
     def cases(self, status: str | None = None) -> list[dict[str, Any]]:
         sql, params = "SELECT case_id, path, status, thread_id, missing FROM cases", []
         if status:

@@ -16,6 +16,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from reprodiag.errors import UserError
 from reprodiag.schema import Record, StageReport
 from reprodiag.store import Store
 from sandbox.spec import parse_spec
@@ -222,3 +223,24 @@ def run_draft(store: Store) -> StageReport:
     report.outputs["cases_dir"] = str(store.root / "cases")
     report.notes.append("review each draft, then mark it ready (status 'ready') to replay it")
     return report
+
+
+def approve_cases(store: Store, case_ids: list[str]) -> StageReport:
+    """Mark reviewed drafts ``ready`` so that ``reprodiag replay`` (without ``--case``) replays them.
+
+    The spec file is validated first; an unknown id, a case that is not a draft or ready, or a spec that
+    no longer loads is a one-line UserError and nothing is changed."""
+    from sandbox.spec import load_spec
+
+    known = {row["case_id"]: row for row in store.cases()}
+    for cid in case_ids:
+        row = known.get(cid)
+        if row is None:
+            raise UserError(f"no case {cid!r} in the workspace (see `reprodiag export cases`)")
+        if row["status"] not in ("draft", "ready"):
+            raise UserError(f"case {cid!r} is {row['status']} and cannot be approved")
+        load_spec(row["path"])
+    for cid in case_ids:
+        store.set_case_status(cid, "ready")
+    return StageReport(stage="replay", counts={"approved": len(case_ids), "ready": len(store.cases("ready"))},
+                       notes=["run `reprodiag replay` to replay the ready cases"])

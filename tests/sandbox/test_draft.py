@@ -6,9 +6,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from reprodiag.errors import UserError
 from reprodiag.schema import Hypothesis, Record, Symptom, Verdict
 from reprodiag.store import Store
-from sandbox.draft import case_id_for, draft_case, find_command, find_fix
+from sandbox.draft import approve_cases, case_id_for, draft_case, find_command, find_fix
 from sandbox.pipeline import run_replay
 from sandbox.spec import load_spec
 
@@ -92,7 +95,11 @@ def test_reviewed_draft_replays_against_a_local_git_repo(bwrap_ok: None, store: 
     path = Path(store.cases()[0]["path"])
     # the reviewer points the draft at a reachable copy of the repository and marks it ready
     path.write_text(path.read_text().replace("https://github.com/acme/toy.git", f"file://{origin}"))
-    store.put_case("acme-toy-12", status="ready", path=str(path), thread_id="acme/toy#12")
+    with pytest.raises(UserError, match="no ready cases"):
+        run_replay(store, cases=[], backend="bwrap")  # a draft is never replayed before it is approved
+    with pytest.raises(UserError, match="no case 'nope'"):
+        approve_cases(store, ["nope"])
+    assert approve_cases(store, ["acme-toy-12"]).counts["ready"] == 1
     report = run_replay(store, cases=[], backend="bwrap")
     assert report.counts["confirmed"] == 1, report
     v: Verdict = next(store.iter_verdicts())
