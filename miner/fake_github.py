@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from graphql import GraphQLError, execute
+from graphql import DocumentNode, GraphQLError, execute
 
 from miner.github_schema import QueryRejected, check_query, github_schema
 from reprodiag.config import Secret
@@ -98,6 +98,12 @@ class _Stats:
     rest_requests: int = 0
     invalid_queries: int = 0
     rate_limited: int = 0
+    #: CPU seconds (of the serving thread) spent parsing, validating, costing, executing and encoding GraphQL.
+    graphql_cpu_s: float = 0.0
+    #: GraphQL requests being served at once (now and the most seen), in all and per token label.
+    inflight: dict[str, int] = field(default_factory=dict)
+    max_inflight: int = 0
+    max_inflight_per_token: dict[str, int] = field(default_factory=dict)
     faults: dict[str, int] = field(default_factory=dict)
     queries: list[str] = field(default_factory=list)
 
@@ -252,7 +258,8 @@ class FakeState:
         s = self.stats
         return {"requests": s.requests, "points": s.points, "graphql_requests": s.graphql_requests,
                 "rest_requests": s.rest_requests, "invalid_queries": s.invalid_queries,
-                "rate_limited": s.rate_limited, "faults": s.faults,
+                "rate_limited": s.rate_limited, "faults": s.faults, "graphql_cpu_s": round(s.graphql_cpu_s, 4),
+                "max_inflight": s.max_inflight, "max_inflight_per_token": s.max_inflight_per_token,
                 "total_requests": sum(s.requests.values()), "total_points": sum(s.points.values())}
 
 
@@ -506,6 +513,17 @@ class FakeGitHub:
     # -------------------------------------------------------------- GraphQL
 
     async def _graphql(self, request: web.Request) -> web.StreamResponse:
+        st = self.state.stats
+        who = self.state.token_label(request.headers.get("Authorization")) or "unknown"
+        st.inflight[who] = st.inflight.get(who, 0) + 1
+        st.max_inflight = max(st.max_inflight, sum(st.inflight.values()))
+        st.max_inflight_per_token[who] = max(st.max_inflight_per_token.get(who, 0), st.inflight[who])
+        try:
+            return await self._graphql_request(request)
+        finally:
+            st.inflight[who] -= 1
+
+    async def _graphql_request(self, request: web.Request) -> web.StreamResponse:
         label, early = await self._preamble(request)
         if early is not None:
             return early
@@ -521,6 +539,25 @@ class FakeGitHub:
             self.state.count(label)
             return web.json_response({"message": "Problems parsing JSON"}, status=400)
         b = self.state.budget(label)
+        cpu0 = time.thread_time()
+        try:
+            priced = self._price(label, b, query, variables)
+        finally:
+            self.state.stats.graphql_cpu_s += time.thread_time() - cpu0
+        if isinstance(priced, web.StreamResponse):
+            return priced
+        doc, rate = priced
+        headers = _rate_headers(b, b.limit - b.remaining, "graphql")
+        cpu0 = time.thread_time()
+        try:
+            text = _execute_text(self.graph, doc, variables, rate)
+        finally:
+            self.state.stats.graphql_cpu_s += time.thread_time() - cpu0
+        return web.Response(text=text, content_type="application/json", headers=headers)
+
+    def _price(self, label: str, b: _Budget, query: str,
+               variables: dict[str, Any]) -> web.StreamResponse | tuple[DocumentNode, dict[str, Any]]:
+        """Validate, cost and charge one GraphQL query: an error answer, or the document and its ``rateLimit``."""
         try:
             doc, cost = check_query(query, variables)
         except QueryRejected as exc:
@@ -545,19 +582,8 @@ class FakeGitHub:
         self.state.count(label, cost.points)
         self.state.stats.queries.append(query)
         del self.state.stats.queries[:-50]
-        root = {
-            "repository": self.graph.repository,
-            "node": self.graph.node,
-            "rateLimit": lambda info, **a: {"cost": cost.points, "remaining": b.remaining, "limit": b.limit,
-                                            "used": b.limit - b.remaining, "nodeCount": cost.nodes,
-                                            "resetAt": _iso(datetime.fromtimestamp(b.reset_at, UTC))},
-        }
-        result = execute(github_schema(), doc, root_value=root, variable_values=variables)
-        out: dict[str, Any] = {"data": result.data}
-        if result.errors:
-            out["errors"] = [_gh_error(e) for e in result.errors]
-        return web.Response(text=json.dumps(out), content_type="application/json",
-                            headers=_rate_headers(b, b.limit - b.remaining, "graphql"))
+        return doc, {"cost": cost.points, "remaining": b.remaining, "limit": b.limit, "used": b.limit - b.remaining,
+                     "nodeCount": cost.nodes, "resetAt": _iso(datetime.fromtimestamp(b.reset_at, UTC))}
 
     # -------------------------------------------------------------- REST
 
@@ -727,6 +753,16 @@ class FakeGitHub:
         return web.json_response(docs, headers=headers)
 
 
+def _execute_text(graph: _Graph, doc: DocumentNode, variables: dict[str, Any], rate: dict[str, Any]) -> str:
+    """Execute a validated document over the corpus; the JSON answer."""
+    root = {"repository": graph.repository, "node": graph.node, "rateLimit": lambda info, **a: rate}
+    result = execute(github_schema(), doc, root_value=root, variable_values=variables)
+    out: dict[str, Any] = {"data": result.data}
+    if result.errors:
+        out["errors"] = [_gh_error(e) for e in result.errors]
+    return json.dumps(out)
+
+
 def _gh_error(e: GraphQLError) -> dict[str, Any]:
     doc: dict[str, Any] = {"message": e.message}
     if e.path:
@@ -867,6 +903,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             raise SystemExit(f"error: cannot read --tokens-file: {exc.__class__.__name__}") from None
     srv = FakeGitHub(threads, meta, tokens=tokens, latency_ms=args.latency_ms)
+    github_schema()  # built before the URL is printed, so no client's first query pays for it
     asyncio.run(_serve_forever(srv, args.port))
     return 0
 

@@ -43,6 +43,7 @@ _HEADERS_KEY = "_http_headers"
 class ClientSettings:
     """Retry and limit knobs. Times in seconds; ``max_attempts`` counts transient failures per request."""
 
+    #: Requests in flight per token (N tokens carry N times as many; GitHub allows 100 per user or app).
     concurrency: int = 8
     floor: int = 50
     max_attempts: int = 7
@@ -164,7 +165,11 @@ class GraphQLClient:
         self._client = Client(transport=self._transport, fetch_schema_from_transport=False,
                               execute_timeout=self.settings.timeout_s)
         self._session: Any = None
-        self._sem = asyncio.Semaphore(self.settings.concurrency)
+        if pool.per_token is None:
+            pool.per_token = self.settings.concurrency
+        #: Requests in flight at most: ``concurrency`` per token.
+        self.capacity = self.settings.concurrency * len(pool.states)
+        self._sem = asyncio.Semaphore(self.capacity)
         self.requests = 0
         self.points = 0
         self.retries = 0
@@ -202,28 +207,31 @@ class GraphQLClient:
         while True:
             async with self._sem:
                 tok = await self.pool.acquire()
-                headers: dict[str, str] = {}
                 try:
-                    self.requests += 1
-                    res = await self._session.execute(
-                        request, get_execution_result=True,
-                        extra_args={"headers": {"Authorization": f"bearer {tok.secret.get()}"}})
-                    data, errors = res.data, []
-                    headers = (res.extensions or {}).get(_HEADERS_KEY, {})
-                except TransportQueryError as exc:
-                    data, errors = exc.data, list(exc.errors or [])
-                    headers = (exc.extensions or {}).get(_HEADERS_KEY, {})
-                except GitHubHTTPError as exc:
-                    self._http_error(exc, tok, heavy, secondary)
-                    secondary += 1
-                    if secondary > s.max_secondary:
-                        raise GraphQLFailure(f"GitHub kept answering {exc.status} (secondary rate limit)") from None
-                    continue
-                except (TransportConnectionFailed, TransportProtocolError, TransportServerError,
-                        TimeoutError, aiohttp.ClientError) as exc:
-                    raise Transient(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
-                except TransportError as exc:
-                    raise Transient(f"{type(exc).__name__}") from None
+                    headers: dict[str, str] = {}
+                    try:
+                        self.requests += 1
+                        res = await self._session.execute(
+                            request, get_execution_result=True,
+                            extra_args={"headers": {"Authorization": f"bearer {tok.secret.get()}"}})
+                        data, errors = res.data, []
+                        headers = (res.extensions or {}).get(_HEADERS_KEY, {})
+                    except TransportQueryError as exc:
+                        data, errors = exc.data, list(exc.errors or [])
+                        headers = (exc.extensions or {}).get(_HEADERS_KEY, {})
+                    except GitHubHTTPError as exc:
+                        self._http_error(exc, tok, heavy, secondary)
+                        secondary += 1
+                        if secondary > s.max_secondary:
+                            raise GraphQLFailure(f"GitHub kept answering {exc.status} (secondary rate limit)") from None
+                        continue
+                    except (TransportConnectionFailed, TransportProtocolError, TransportServerError,
+                            TimeoutError, aiohttp.ClientError) as exc:
+                        raise Transient(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
+                    except TransportError as exc:
+                        raise Transient(f"{type(exc).__name__}") from None
+                finally:
+                    self.pool.release(tok)
             rate = (data or {}).get("rateLimit") if isinstance(data, dict) else None
             self._observe(tok, headers, rate)
             limited = [e for e in errors if e.get("type") in ("RATE_LIMITED", "RATE_LIMIT")]

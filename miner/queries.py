@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 #: Threads per list segment (GitHub's maximum page); halved on 502/504 down to MIN_PAGE.
@@ -256,40 +255,6 @@ def plan_cost(plan: Plan) -> PlanCost:
         requests += 1
         nodes += rep.page.first
     return PlanCost(requests, points_for(requests), nodes)
-
-
-# ---------------------------------------------------------------------- probes
-
-
-@dataclass(frozen=True)
-class Probe:
-    """Sizes before listing: canonical name, enabled flags, ``totalCount`` of each list (free), and for
-    ``newest`` kinds the newest ``updatedAt`` (1 request each; tells an incremental pass whether
-    anything changed in a list that has no ``since`` filter). ``since`` filters the issue count."""
-
-    owner: str
-    name: str
-    since: str | None = None
-    newest: tuple[str, ...] = ()
-
-
-def probe_query(probes: Sequence[Probe]) -> str:
-    """One alias ``r<i>`` per repository; the newest-node lists are aliased ``n<kind index>``."""
-    parts = []
-    for i, p in enumerate(probes):
-        since = f"(filterBy: {{since: {_lit(p.since)}}})" if p.since else ""
-        inner = [f"nameWithOwner hasIssuesEnabled hasDiscussionsEnabled issues{since} {{ totalCount }} "
-                 "pullRequests { totalCount } discussions { totalCount }"]
-        for kind in p.newest:
-            inner.append(f"n{KINDS.index(kind)}: {_LIST_FIELD[kind]}(first: 1, orderBy: {{field: UPDATED_AT, "
-                         "direction: DESC}) { nodes { updatedAt } }")
-        parts.append(f"r{i}: repository(owner: {_lit(p.owner)}, name: {_lit(p.name)}) {{ {' '.join(inner)} }}")
-    return "query Probe {\n  " + RATE + "\n  " + "\n  ".join(parts) + "\n}\n"
-
-
-def probe_cost(probes: Sequence[Probe]) -> PlanCost:
-    requests = sum(len(p.newest) for p in probes)
-    return PlanCost(requests, points_for(requests), requests)
 
 
 # ---------------------------------------------------------------------- repository metadata

@@ -3,11 +3,17 @@
 Work items (see :mod:`miner.queries`): *list segments* (1 request for up to 100 threads),
 *fills* (a thread's labels/comments, 1 request per non-empty connection) and *replies*
 (1 request per discussion comment with replies). The scheduler keeps up to
-``concurrency`` queries in flight; each query takes the ready list segments first (so
-the pipeline keeps producing work) and then follow-ups until it holds
-:data:`~miner.queries.QUERY_REQUESTS` requests. A query that is not full waits while
-other queries are in flight (their answers bring more work), so almost every query
-costs exactly 1 point for ~149 requests.
+``concurrency`` queries in flight and dispatches work as soon as it exists (no phase
+barriers): each query takes the ready list segments first (so the pipeline keeps
+producing work) and then follow-ups, longest remaining chain of dependent rounds first
+(the second and third comment pages of a long thread, a discussion's replies), until it
+holds :data:`~miner.queries.QUERY_REQUESTS` requests. A query that is not full goes out
+only when (a) nothing else is in flight, (b) it carries list segments and the queued
+follow-ups cannot fill a query (a cold pipeline: its answers are the work), or (c) at
+the tail, when every list is read and everything the queries in flight can still bring
+back would fit in one query anyway. Otherwise it waits for the answers in flight, so
+almost every query costs exactly 1 point for ~149 requests; each early flush costs at
+most one point more than waiting.
 
 Commit semantics (what makes SIGKILL-resume exact): each list segment becomes a *page*;
 a page is committed, in one transaction with the (repository, kind) checkpoint that
@@ -23,6 +29,7 @@ own query still fails is marked ``failed`` (re-run to retry) without holding up 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,8 +44,10 @@ from reprodiag.store import Checkpoint, Store, UpsertCounts
 _GONE = {"NOT_FOUND": "not found (404)", "FORBIDDEN": "forbidden", "UNAUTHORIZED": "no access"}
 #: Ready list segments never make a query "full" on their own; at most this many thread nodes per query.
 LIST_NODES = 600
-#: Stop listing further pages while this many follow-up requests are queued (bounds memory).
-LOOKAHEAD_REQUESTS = 8 * Q.QUERY_REQUESTS
+#: Thread nodes of list segments in a query sent while the follow-up queue is too short to fill one.
+LIST_BURST_NODES = 3000
+#: Stop listing further pages while this many follow-up requests per query slot are queued (bounds memory).
+LOOKAHEAD_REQUESTS = Q.QUERY_REQUESTS
 #: Repositories listed at the same time.
 MAX_ACTIVE = 64
 #: First page size of a pull-request/discussion list on an incremental pass (DESC, stops at the old).
@@ -47,8 +56,8 @@ INCREMENTAL_FIRST = 20
 NODE_BUDGET = 20_000
 MIN_NODE_BUDGET = 500
 MAX_TRIES = 3
-#: Repositories per probe query (a full sync probes for 0 requests; incremental ones for 2 each).
-PROBE_REPOS = 50
+#: Follow-up requests the queries in flight may still bring back when that is unknown (a list page).
+_UNBOUNDED = 1 << 30
 _LIST_FIELDS = {"issue": "issues", "pull_request": "pullRequests", "discussion": "discussions"}
 DISABLED = {"issue": "issues disabled", "discussion": "discussions disabled"}
 
@@ -139,7 +148,6 @@ class _Repo:
     halvings: int = 0
     upserts: UpsertCounts = field(default_factory=UpsertCounts)
     disabled: list[str] = field(default_factory=list)
-    probed: bool = False
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -147,11 +155,31 @@ class _Repo:
         return o, n
 
 
+def _pages(left: int | None, page: Q.Page | None) -> int:
+    """Dependent requests still needed for a connection with ``left`` items (None: unknown, at least one)."""
+    if page is None:
+        return 0
+    if left is None:
+        return 1
+    return max(1, math.ceil(left / page.first))
+
+
+def _more(left: int | None, page: Q.Page | None) -> int:
+    """1 when the answer to ``page`` may call for another page of the connection."""
+    if page is None:
+        return 0
+    return 1 if left is None or left > page.first else 0
+
+
 @dataclass(eq=False)
 class _FillWork:
+    """``labels_left``/``comments_left``: items not fetched yet, from ``totalCount`` (None: not said)."""
+
     page: _Page
     draft: _Draft
     fill: Q.Fill
+    labels_left: int | None = None
+    comments_left: int | None = None
     tries: int = 0
 
     @property
@@ -167,12 +195,31 @@ class _FillWork:
         f = self.fill
         return (f.labels.first if f.labels else 0) + (f.comments.first if f.comments else 0)
 
+    @property
+    def depth(self) -> int:
+        """Dependent rounds left for this thread (a discussion's replies come one round after its comments)."""
+        f = self.fill
+        reply_round = 1 if f.kind == "discussion" and f.comments is not None else 0
+        return max(_pages(self.labels_left, f.labels), _pages(self.comments_left, f.comments) + reply_round)
+
+    @property
+    def bound(self) -> int:
+        """Most follow-up requests its answer can add (a discussion comment page: one reply page per comment)."""
+        f = self.fill
+        out = _more(self.labels_left, f.labels) + _more(self.comments_left, f.comments)
+        if f.kind == "discussion" and f.comments is not None:
+            out += f.comments.first if self.comments_left is None else min(f.comments.first, self.comments_left)
+        return out
+
 
 @dataclass(eq=False)
 class _ReplyWork:
+    """``left``: replies not fetched yet (None: not said)."""
+
     page: _Page
     comment: _CommentDraft
     replies: Q.Replies
+    left: int | None = None
     tries: int = 0
     requests: int = 1
 
@@ -184,8 +231,56 @@ class _ReplyWork:
     def nodes(self) -> int:
         return self.replies.page.first
 
+    @property
+    def depth(self) -> int:
+        return _pages(self.left, self.replies.page)
+
+    @property
+    def bound(self) -> int:
+        return _more(self.left, self.replies.page)
+
 
 _Work = _FillWork | _ReplyWork
+
+
+class _WorkQueue:
+    """Queued follow-ups by the dependent rounds they still need; the longest chains go first (they set the
+    tail of a run), first in first out within a depth."""
+
+    def __init__(self) -> None:
+        self._levels: dict[int, deque[_Work]] = {}
+        self.requests = 0
+
+    def __bool__(self) -> bool:
+        return self.requests > 0
+
+    def push(self, w: _Work) -> None:
+        self._levels.setdefault(w.depth, deque()).append(w)
+        self.requests += w.requests
+
+    def push_front(self, items: list[_Work]) -> None:
+        """Put back items taken by :meth:`take` (in the order they were taken)."""
+        for w in reversed(items):
+            self._levels.setdefault(w.depth, deque()).appendleft(w)
+            self.requests += w.requests
+
+    def take(self, fits: Callable[[_Work], bool], keep: Callable[[_Work], bool]) -> list[_Work]:
+        """Items in priority order while ``fits`` (stops at the first that does not); drops those not ``keep``."""
+        took: list[_Work] = []
+        for depth in sorted(self._levels, reverse=True):
+            level = self._levels[depth]
+            while level:
+                w = level[0]
+                if not keep(w):
+                    level.popleft()
+                    self.requests -= w.requests
+                    continue
+                if not fits(w):
+                    return took
+                level.popleft()
+                self.requests -= w.requests
+                took.append(w)
+        return took
 
 
 @dataclass(eq=False)
@@ -196,7 +291,6 @@ class _Batch:
     lists: list[list[_List]] = field(default_factory=list)
     fills: list[list[_FillWork]] = field(default_factory=list)
     replies: list[_ReplyWork] = field(default_factory=list)
-    probes: list[_Repo] = field(default_factory=list)
 
     def block(self, repo: _Repo) -> int:
         for i, r in enumerate(self.repos):
@@ -219,8 +313,14 @@ class _Batch:
             for r, ls, fs in zip(self.repos, self.lists, self.fills, strict=True))
         return Q.Plan(blocks, tuple(w.replies for w in self.replies))
 
+    def bound(self) -> int:
+        """Most follow-up requests its answer can add (unbounded while it reads a list)."""
+        if any(self.lists):
+            return _UNBOUNDED
+        return sum(w.bound for fs in self.fills for w in fs) + sum(w.bound for w in self.replies)
+
     def involved(self) -> list[_Repo]:
-        out = list(self.repos) + list(self.probes)
+        out = list(self.repos)
         for w in self.replies:
             if all(r is not w.repo for r in out):
                 out.append(w.repo)
@@ -228,9 +328,6 @@ class _Batch:
 
     def split(self) -> list[_Batch]:
         """Two halves: by repository block when there are several, else by work item (lists stay together)."""
-        if self.probes:
-            h = len(self.probes) // 2
-            return [_Batch(probes=self.probes[:h]), _Batch(probes=self.probes[h:])] if h else [self]
         units: list[Any] = []
         for i, r in enumerate(self.repos):
             if self.lists[i]:
@@ -282,9 +379,10 @@ class Scheduler:
         self.waiting: deque[_Repo] = deque(_Repo(req, name, self.kinds) for req, name in repos)
         self.active: list[_Repo] = []
         self.by_name: dict[str, _Repo] = {}
-        self.work: deque[_Work] = deque()
+        self.work = _WorkQueue()
         self.node_budget = NODE_BUDGET
-        self.probing = False
+        #: Sum of :meth:`_Batch.bound` over the queries in flight.
+        self.inflight_bound = 0
         self.results: list[RepoResult] = []
         #: Called after each repository's result is appended (the caller records it at once).
         self.on_result: Callable[[], None] | None = None
@@ -302,85 +400,78 @@ class Scheduler:
         self.by_name[repo.name.lower()] = repo
 
     def _ready_lists(self) -> list[list[_List]]:
-        """Ready list segments, grouped per repository (only probed repositories)."""
+        """Ready list segments, grouped per repository."""
         self.active = [r for r in self.active if r.state == "active"]
         out: list[list[_List]] = []
         for repo in self.active:
-            if repo.probed:
-                ready = [lst for lst in repo.lists.values() if not lst.busy and not lst.exhausted]
-                if ready:
-                    out.append(ready)
+            ready = [lst for lst in repo.lists.values() if not lst.busy and not lst.exhausted]
+            if ready:
+                out.append(ready)
         return out
 
-    def _probe_batch(self, ready: list[list[_List]]) -> _Batch | None:
-        """Probe the next waiting repositories when the ready lists run low (one probe in flight).
+    def _activate_more(self) -> None:
+        """Open waiting repositories while the ready list segments run low.
 
-        Only repositories with a list to read from the start are probed; the others become ready at once.
-        """
-        if self.probing or not self.waiting:
-            return None
-        if sum(lst.next_first() for ls in ready for lst in ls) >= LIST_NODES * self.concurrency:
-            return None
-        batch = _Batch()
-        while self.waiting and len(batch.probes) < PROBE_REPOS and len(self.active) < MAX_ACTIVE:
+        No separate probe round: a first list page says as much as a probe (canonical name, enabled
+        kinds, ``totalCount``), one round trip sooner."""
+        want = max(LIST_BURST_NODES, LIST_NODES * self.concurrency)
+        ready = sum(lst.next_first() for ls in self._ready_lists() for lst in ls)
+        while self.waiting and len(self.active) < MAX_ACTIVE and ready < want:
             repo = self.waiting.popleft()
             if repo.name.lower() in self.by_name:
                 self._duplicate(repo, self.by_name[repo.name.lower()].name)
                 continue
             self._activate(repo)
-            if any(lst.from_start and not lst.hw for lst in repo.lists.values()):
-                batch.probes.append(repo)
-            else:  # incremental or resuming: small first pages tell as much as a probe, one round trip sooner
-                repo.probed = True
-        if not batch.probes:
-            return None
-        self.probing = True
-        return batch
+            ready += sum(lst.next_first() for lst in repo.lists.values())
+
+    def _lists_open(self) -> bool:
+        """Some list is not read to its end yet (its pages will bring more threads)."""
+        return bool(self.waiting) or any(not lst.exhausted or lst.busy for r in self.active if r.state == "active"
+                                         for lst in r.lists.values())
 
     # ------------------------------------------------------------------ building queries
 
-    def _build(self, allow_partial: bool) -> _Batch | None:
+    def _build(self, inflight: int) -> _Batch | None:
         """The next query: ready list segments, then follow-ups up to 149 requests; None to wait.
 
-        A query that is not full is only built when ``allow_partial`` (nothing else in flight).
-        """
+        ``inflight``: queries in flight now. When the query would not be full it is only built in the
+        cases (a)-(c) of the module doc."""
+        self._activate_more()
         ready = self._ready_lists()
-        probe = self._probe_batch(ready)
-        if probe is not None:
-            return probe
-        ready = self._ready_lists()  # repositories activated without a probe are ready now
         batch = _Batch()
         requests = nodes = 0
-        if sum(w.requests for w in self.work) < LOOKAHEAD_REQUESTS:
+        starving = self.work.requests < Q.QUERY_REQUESTS
+        if self.work.requests < LOOKAHEAD_REQUESTS * max(8, self.concurrency):
+            cap = LIST_BURST_NODES if starving else LIST_NODES
             list_nodes = 0
             for ls in ready:
                 want = sum(lst.next_first() for lst in ls)
-                if list_nodes and (list_nodes + want > LIST_NODES or nodes + want > self.node_budget):
+                if list_nodes and (list_nodes + want > cap or nodes + want > self.node_budget):
                     continue
                 batch.lists[batch.block(ls[0].repo)].extend(ls)
                 requests += len(ls)
                 nodes += want
                 list_nodes += want
-                if list_nodes >= LIST_NODES:
+                if list_nodes >= cap or requests >= Q.QUERY_REQUESTS:
                     break
-        took: list[_Work] = []
-        while self.work:
-            w = self.work[0]
-            if w.repo.state != "active":
-                self.work.popleft()
-                continue
+
+        def fits(w: _Work) -> bool:
+            nonlocal requests, nodes
             if requests + w.requests > Q.QUERY_REQUESTS or (requests and nodes + w.nodes > self.node_budget):
-                break
-            took.append(self.work.popleft())
+                return False
             requests += w.requests
             nodes += w.nodes
+            return True
+
+        took = self.work.take(fits, lambda w: w.repo.state == "active")
         if requests == 0:
             return None
-        full = requests >= Q.QUERY_REQUESTS - 1 or nodes >= self.node_budget * 0.9 or \
-            (self.work and requests + self.work[0].requests > Q.QUERY_REQUESTS)
-        if not full and not allow_partial:
-            self.work.extendleft(reversed(took))
-            return None
+        full = requests >= Q.QUERY_REQUESTS - 1 or nodes >= self.node_budget * 0.9 or bool(self.work)
+        if not full and inflight:
+            tail = not self._lists_open() and self.work.requests + requests + self.inflight_bound < Q.QUERY_REQUESTS
+            if not (any(batch.lists) or tail):
+                self.work.push_front(took)
+                return None
         for w in took:
             batch.add(w)
         for ls in batch.lists:
@@ -396,10 +487,10 @@ class Scheduler:
         try:
             while True:
                 while len(inflight) < self.concurrency:
-                    batch = self._build(allow_partial=not inflight)
+                    batch = self._build(len(inflight))
                     if batch is None:
                         break
-                    inflight.add(asyncio.create_task(self._run(batch)))
+                    inflight.add(asyncio.create_task(self._dispatch(batch)))
                 if not inflight:
                     break
                 done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
@@ -415,13 +506,15 @@ class Scheduler:
             self._fail(repo, "mining stopped before this repository was complete")
         return self.results
 
+    async def _dispatch(self, batch: _Batch) -> None:
+        bound = batch.bound()
+        self.inflight_bound += bound
+        try:
+            await self._run(batch)
+        finally:
+            self.inflight_bound -= bound
+
     async def _run(self, batch: _Batch) -> None:
-        if batch.probes:
-            try:
-                await self._run_probe(batch)
-            finally:
-                self.probing = False
-            return
         plan = batch.plan()
         cost = Q.plan_cost(plan)
         try:
@@ -438,72 +531,6 @@ class Scheduler:
             return
         self._charge(batch, ans.cost)
         self._absorb(batch, ans.data, ans.errors)
-
-    def _probe_of(self, repo: _Repo) -> Q.Probe:
-        issues = repo.lists.get("issue")
-        newest = tuple(k for k, lst in repo.lists.items() if k != "issue" and lst.hw and lst.from_start)
-        return Q.Probe(*repo.owner_name, since=issues.hw if issues else None, newest=newest)
-
-    async def _run_probe(self, batch: _Batch) -> None:
-        probes = [self._probe_of(r) for r in batch.probes]
-        try:
-            ans = await self.gh.query(Q.probe_query(probes))
-        except (GatewayError, GraphQLFailure) as exc:
-            parts = batch.split()
-            if len(parts) > 1:
-                for part in parts:
-                    await self._run_probe(part)
-                return
-            for repo in batch.probes:
-                self._fail(repo, str(exc)[:300])
-            return
-        for repo in batch.probes:
-            repo.points += ans.cost / len(batch.probes)
-            repo.requests += 1
-        for i, repo in enumerate(batch.probes):
-            block = ans.data.get(f"r{i}")
-            if block is None:
-                kind = _error_type(ans.errors, f"r{i}")
-                msg = next((str(e.get("message")) for e in ans.errors if (e.get("path") or [None])[0] == f"r{i}"),
-                           "no data")
-                if kind in _GONE:
-                    self._skip(repo, _GONE[kind])
-                else:
-                    self._fail(repo, f"repository unavailable: {' '.join(msg.split())[:200]}")
-                continue
-            self._canonical(repo, block.get("nameWithOwner"))
-            if repo.state == "active":
-                self._sized(repo, block)
-
-    def _sized(self, repo: _Repo, block: dict[str, Any]) -> None:
-        """Apply a probe's answer: disabled kinds, exact list sizes, unchanged lists."""
-        repo.probed = True
-        for kind, lst in repo.lists.items():
-            lst.started = True
-            flag = {"issue": "hasIssuesEnabled", "discussion": "hasDiscussionsEnabled"}.get(kind)
-            if flag and block.get(flag) is False:
-                repo.disabled.append(DISABLED[kind])
-                lst.exhausted = True
-                continue
-            if not lst.from_start:
-                continue  # resuming mid-pass: sizes unknown, read pages until GitHub says there is no more
-            raw_total = (block.get(_LIST_FIELDS[kind]) or {}).get("totalCount")
-            if kind != "issue" and lst.hw:
-                nodes = ((block.get(f"n{Q.KINDS.index(kind)}") or {}).get("nodes")) or []
-                newest = nodes[0].get("updatedAt") if nodes and isinstance(nodes[0], dict) else None
-                if newest is None or parse_time(newest) <= parse_time(lst.hw):  # type: ignore[operator]
-                    lst.exhausted = True  # nothing changed since the last complete pass
-                continue
-            if not isinstance(raw_total, int):
-                continue  # a server that does not count: read pages until it says there is no more
-            total = raw_total
-            lst.remaining = total
-            if total == 0:  # nothing to list: the pass is complete
-                lst.pages.append(_Page(lst, [], Checkpoint(repo.name, kind, high_water=lst.hw, complete=True,
-                                                           page_size=lst.page_size)))
-                lst.exhausted = True
-        for lst in repo.lists.values():
-            self._commit_ready(lst)
 
     async def _gateway(self, batch: _Batch, cost: Q.PlanCost) -> None:
         """GitHub timed out (502/504): ask for less (split the query, lower the node budget, halve pages)."""
@@ -641,8 +668,8 @@ class Scheduler:
             comments = _maybe_some(n.get("comments"))
             if labels or comments:
                 page.open += 1
-                self.work.append(_FillWork(page, d, Q.Fill(lst.kind, int(n["number"]), Q.Page() if labels else None,
-                                                           Q.Page() if comments else None)))
+                fill = Q.Fill(lst.kind, int(n["number"]), Q.Page() if labels else None, Q.Page() if comments else None)
+                self.work.push(_FillWork(page, d, fill, _total(n.get("labels")), _total(n.get("comments"))))
         lst.pages.append(page)
         lst.cursor = end
         lst.exhausted = done
@@ -660,7 +687,7 @@ class Scheduler:
         if w.tries >= MAX_TRIES:
             self._fail(w.repo, f"GitHub kept failing on {what} ({error or 'no data'})")
             return
-        self.work.append(w)
+        self.work.push(w)
 
     def _take_fill(self, w: _FillWork, obj: dict[str, Any] | None, error: str | None) -> None:
         page, d, f = w.page, w.draft, w.fill
@@ -673,20 +700,24 @@ class Scheduler:
         labels = comments = None
         if f.labels is not None:
             conn = obj.get("labels") or {}
-            d.labels.extend(lb["name"] for lb in conn.get("nodes") or [] if lb)
+            got = [lb["name"] for lb in conn.get("nodes") or [] if lb]
+            d.labels.extend(got)
+            w.labels_left = _less(w.labels_left, len(got))
             labels = _next(conn, f.labels)
         if f.comments is not None:
             conn = obj.get("comments") or {}
-            for c in conn.get("nodes") or []:
+            nodes = conn.get("nodes") or []
+            for c in nodes:
                 cd = _CommentDraft(c)
                 d.comments.append(cd)
                 if f.kind == "discussion" and _maybe_some(c.get("replies")):
                     page.open += 1
-                    self.work.append(_ReplyWork(page, cd, Q.Replies(c["id"])))
+                    self.work.push(_ReplyWork(page, cd, Q.Replies(c["id"]), _total(c.get("replies"))))
+            w.comments_left = _less(w.comments_left, len(nodes))
             comments = _next(conn, f.comments)
         if labels or comments:
             w.fill = Q.Fill(f.kind, f.number, labels, comments)
-            self.work.append(w)
+            self.work.push(w)
         else:
             page.open -= 1
 
@@ -697,11 +728,13 @@ class Scheduler:
                 w.page.open -= 1
             return
         conn = obj.get("replies") or {}
-        w.comment.replies.extend(conn.get("nodes") or [])
+        nodes = conn.get("nodes") or []
+        w.comment.replies.extend(nodes)
+        w.left = _less(w.left, len(nodes))
         nxt = _next(conn, w.replies.page)
         if nxt is not None:
             w.replies = Q.Replies(w.replies.comment_id, nxt)
-            self.work.append(w)
+            self.work.push(w)
         else:
             w.page.open -= 1
 
@@ -770,6 +803,16 @@ def _thread(repo: str, kind: str, d: _Draft) -> Thread:
     node["labels"] = {"nodes": [{"name": n} for n in d.labels]}
     comments = [comment_from_gql(c.node, [comment_from_gql(r) for r in c.replies]) for c in d.comments]
     return thread_from_gql(repo, kind, node, comments)
+
+
+def _total(conn: Any) -> int | None:
+    """A connection's ``totalCount`` (None when the server left it out)."""
+    total = conn.get("totalCount") if isinstance(conn, dict) else None
+    return total if isinstance(total, int) and total >= 0 else None
+
+
+def _less(left: int | None, got: int) -> int | None:
+    return None if left is None else max(0, left - got)
 
 
 def _maybe_some(conn: Any) -> bool:

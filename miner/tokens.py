@@ -6,6 +6,11 @@ remaining budget is above ``floor`` (or its window has reset) and it is not bloc
 secondary limit. When no token is spendable the pool sleeps until the earliest token
 frees up, reporting the wait through ``on_wait(seconds, reset_epoch)``.
 
+``per_token`` caps the requests in flight on one token (GitHub's secondary limits are
+per user or app: at most 100 concurrent requests); :meth:`TokenPool.acquire` then waits
+for a :meth:`TokenPool.release` when every spendable token is at its cap, so N tokens
+carry N times the concurrent requests of one.
+
 To scale, use GitHub App installation tokens (5,000+ points per hour per installation,
 up to 12,500 on large organisations); never pool other people's personal tokens.
 """
@@ -36,6 +41,7 @@ class TokenState:
     secondary_hits: int = 0
     requests: int = 0
     points: int = 0
+    inflight: int = 0
 
     @property
     def label(self) -> str:
@@ -48,9 +54,13 @@ class TokenPool:
     def __init__(self, tokens: list[Secret], *, floor: int = 50,
                  clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 on_wait: Callable[[float, float], None] | None = None) -> None:
+                 on_wait: Callable[[float, float], None] | None = None, per_token: int | None = None) -> None:
         if not tokens:
             raise ValueError("TokenPool needs at least one token")
+        if per_token is not None and per_token < 1:
+            raise ValueError("per_token must be at least 1")
+        self.per_token = per_token
+        self._freed: asyncio.Event | None = None
         self.states = [TokenState(t) for t in tokens]
         self.floor = floor
         self.clock = clock
@@ -73,17 +83,27 @@ class TokenPool:
             at = max(at, t.reset_at)
         return at
 
-    def _pick(self, cost: int) -> tuple[TokenState | None, float, float]:
-        """The spendable token with most budget left (reserving ``cost``), else how long to wait and until when."""
+    def _pick(self, cost: int, track: bool = False) -> tuple[TokenState | None, float, float]:
+        """The spendable token with most budget left (reserving ``cost``), else how long to wait and until when.
+
+        With ``track`` the token's in-flight count goes up (and tokens at ``per_token`` are passed over);
+        a wait of 0 with no token means: every spendable token is at its cap, wait for a release."""
         with self._lock:
             now = self.clock()
             for t in self.states:
                 if t.reset_at and t.reset_at <= now and t.remaining < t.limit:
                     t.remaining = t.limit
             ready = [t for t in self.states if self._spendable(t, now)]
+            if ready and track and self.per_token is not None:
+                free = [t for t in ready if t.inflight < self.per_token]
+                if not free:
+                    return None, 0.0, now
+                ready = free
             if ready:
                 best = max(ready, key=lambda t: t.remaining)
                 best.remaining -= cost
+                if track:
+                    best.inflight += 1
                 return best, 0.0, now
             until = min(self._free_at(t) for t in self.states)
             wait = max(0.01, until - now + 0.05)
@@ -94,12 +114,27 @@ class TokenPool:
         return None, wait, until
 
     async def acquire(self, cost: int = 1) -> TokenState:
-        """The spendable token with most budget left (reserving ``cost``); sleeps (async) if none."""
+        """The spendable token with most budget left (reserving ``cost``); sleeps (async) if none.
+
+        The token counts as in flight until :meth:`release`."""
         while True:
-            tok, wait, _until = self._pick(cost)
+            tok, wait, _until = self._pick(cost, track=True)
             if tok is not None:
                 return tok
+            if wait == 0.0:  # every spendable token is at its in-flight cap
+                if self._freed is None:
+                    self._freed = asyncio.Event()
+                self._freed.clear()
+                await self._freed.wait()
+                continue
             await self.sleep(wait)
+
+    def release(self, t: TokenState) -> None:
+        """The request acquired with ``t`` is over (answered or failed)."""
+        with self._lock:
+            t.inflight = max(0, t.inflight - 1)
+        if self._freed is not None:
+            self._freed.set()
 
     def acquire_blocking(self, cost: int = 1) -> TokenState:
         """Thread-safe, blocking variant of :meth:`acquire` for worker threads (the REST path)."""

@@ -153,7 +153,7 @@ def mine(
     token_file: Annotated[Path | None, typer.Option(help="File with one GitHub token per line.")] = None,
     include_prs: Annotated[bool, typer.Option(help="Also mine pull requests.")] = False,
     discussions: Annotated[bool, typer.Option(help="Mine discussions too.")] = True,
-    concurrency: Annotated[int, typer.Option(min=1, max=100, help="Concurrent requests.")] = 8,
+    concurrency: Annotated[int, typer.Option(min=1, max=100, help="Concurrent requests per token.")] = 8,
     estimate: Annotated[bool, typer.Option(help="Print expected cost and time, spend nothing.")] = False,
     status: Annotated[bool, typer.Option(help="Print the per-repository status table.")] = False,
 ) -> None:

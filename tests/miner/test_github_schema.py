@@ -23,9 +23,7 @@ def _full_plan() -> Q.Plan:
 
 
 def _client_queries() -> list[tuple[str, dict]]:
-    probes = [Q.Probe("a", "b"), Q.Probe("c", 'we"ird', since="2021-01-01T00:00:00Z",
-                                           newest=("pull_request", "discussion"))]
-    return [(Q.build(_full_plan()), {}), (Q.repo_meta_query([("a", "b")] * 100), {}), (Q.probe_query(probes), {})]
+    return [(Q.build(_full_plan()), {}), (Q.repo_meta_query([("a", "b")] * 100), {})]
 
 
 def _schema_sdl() -> str:
