@@ -9,8 +9,8 @@ counts against its type. Clauses that explain (``CAUSAL``) count 1.5x.
 Posts are weighted by their role in the exchange (:mod:`extract.exchange`):
 the confirmed reply or accepted answer 3, the closing explanation 2.5, the
 asker's confirmation 1.5, maintainers 1.5, other replies 1, the asker's
-follow-ups 0.6, the opening question 0.4 (its title 0.6); a reply the asker
-refuted counts 0.3. The type with the highest total wins (ties by the prior
+follow-ups 0.6, the opening question 0.4 (its title 0.6), a "+1, same here" reply 0.2; a reply the
+asker refuted counts 0.3. The type with the highest total wins (ties by the prior
 order of SPEC.md); below ``MIN_SCORE`` the type is ``other``.
 """
 
@@ -31,6 +31,8 @@ from extract.cues import (
 )
 from extract.threadtext import Post, sentences, strip_code
 
+#: Weight of a "+1, same here" reply by another user (it reports a number, it does not diagnose).
+CORROBORATION_WEIGHT = 0.2
 #: Total below which no type is claimed.
 MIN_SCORE = 1.5
 #: Cap of one type's points in one clause.
@@ -85,6 +87,8 @@ def _weight(p: Post, roles: dict[int, float]) -> float:
         return roles[p.index]
     if p.index == 0:
         return 0.4
+    if p.is_corroboration:
+        return CORROBORATION_WEIGHT
     if p.is_asker:
         return 0.6
     return 1.5 if p.is_maintainer else 1.0

@@ -10,7 +10,9 @@ completed, which on GitHub is usually the explanation that settled it.
 
 Resolution type (SPEC.md): ``resolved`` when the asker confirmed or a reply
 explained and the thread was closed as completed (or a discussion answer was
-accepted); ``unresolved_valuable`` when the thread holds at least two
+accepted; a maintainer's one-line answer prescribing a setting such as ``--lr 0.02``
+counts as an explanation; "Fixed in #123" by a linked pull request resolves a closed
+thread unless the asker objected last); ``unresolved_valuable`` when the thread holds at least two
 diagnostic exchanges (substantive hypotheses, or the asker reporting the
 result of a test) without that; else ``unresolved``.
 """
@@ -21,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from extract.causetype import POST_CHARS, cause_scores
-from extract.cues import ACK, CAUSAL, CONFIRM, HYPOTHESIS, REFUTE
+from extract.cues import ACK, CAUSAL, CONFIRM, FIX, HYPOTHESIS, REFUTE
 from extract.threadtext import Post, strip_code
 from reprodiag.schema import Thread
 
@@ -44,6 +46,24 @@ class Exchange:
     confirmed: frozenset[int]  # replies the asker confirmed (fully or in part)
     refuted: frozenset[int]  # replies the asker said made no difference
     diagnostic_posts: int  # substantive hypotheses + asker test reports
+
+
+#: A concrete setting: a command-line flag, ``key=value``, or a config file / path in backticks.
+_SETTING = re.compile(r"(?<![\w-])--[a-z][\w.-]*|`[^`\n]*(?:=|\.ya?ml|\.py|\.json|\.cfg|/)[^`\n]*`|\b[a-z_][\w.]*=[\w.'\"-]+",
+                      re.I)
+#: Characters (prose) up to which a reply is a one-line answer.
+ONE_LINE_CHARS = 200
+#: "Fixed in #212", "closed by #31", "resolved via https://github.com/o/r/pull/9": the thread's problem was fixed
+#: by a linked pull request or commit.
+LINKED_FIX = re.compile(
+    r"\b(?:fixed|resolved|addressed|closed|solved|corrected|patched)\s+(?:\w+\s+)?(?:in|by|via|with|through)\s+"
+    r"(?:#\d+|(?:pr|pull request|commit)\s*#?\w+|https://github\.com/[\w.-]+/[\w.-]+/(?:pull|commit)/\w+)", re.I)
+
+
+def one_line_setting(p: Post) -> bool:
+    """A short reply that prescribes a concrete setting ("use --lr 0.02 for 8 GPUs", "set `use_07_metric=True`")."""
+    prose = strip_code(p.body).strip()
+    return len(prose) <= ONE_LINE_CHARS and bool(_SETTING.search(p.body)) and bool(FIX.search(prose))
 
 
 def _has_cause(p: Post) -> bool:
@@ -99,7 +119,9 @@ def read_exchange(thread: Thread, ps: list[Post], paper: float | None = None,
             if cause is None:
                 cause = p.index
         if not p.is_asker:
-            substantive = _has_cause(p) or bool(HYPOTHESIS.search(p.body[:POST_CHARS]))
+            if p.is_corroboration:
+                continue  # "+1, I get 91.5 too": corroborates the symptom, diagnoses nothing
+            substantive = _has_cause(p) or bool(HYPOTHESIS.search(p.body[:POST_CHARS])) or one_line_setting(p)
             if substantive:
                 diagnostic += 1
                 last_reply = p.index
@@ -128,7 +150,8 @@ def read_exchange(thread: Thread, ps: list[Post], paper: float | None = None,
         if replies:
             closing = replies[-1].index
     expl = next((p.index for p in ps[1:] if p.is_maintainer and not p.is_asker and not p.is_bot
-                 and _has_cause(p) and (CAUSAL.search(p.body[:POST_CHARS]) or len(p.body) > 120)), None)
+                 and ((_has_cause(p) and (CAUSAL.search(p.body[:POST_CHARS]) or len(p.body) > 120))
+                      or one_line_setting(p))), None)
     return Exchange(cause, confirmation, closing, expl, frozenset(confirmed), frozenset(refuted - confirmed),
                     diagnostic)
 
@@ -147,6 +170,10 @@ def resolution_type(thread: Thread, ps: list[Post], ex: Exchange) -> str:
         last_human = next((p for p in reversed(ps[1:]) if not p.is_bot), None)
         refuted_last = last_human is not None and last_human.is_asker and bool(REFUTE.search(last_human.body.lower()))
         if explained and not refuted_last and (reason in DONE_REASONS or ex.maintainer_explanation is not None):
+            return "resolved"
+        # fixed by a linked pull request or commit ("Fixed in #212") and the asker did not object
+        if not refuted_last and any(not p.is_asker and not p.is_bot and LINKED_FIX.search(p.body[:POST_CHARS])
+                                    for p in ps[1:]):
             return "resolved"
         # the asker found it themselves and closed
         if reason in DONE_REASONS and any(p.is_asker and p.index and (CONFIRM.search(p.body[:POST_CHARS].lower())

@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from extract.threadtext import has_human_reply, is_bot_comment, strip_code
+from extract.threadtext import has_human_reply, is_bot_comment, strip_code, template_pair
 from reprodiag.schema import FilterDecision, Thread
 
 _I = re.I
@@ -34,7 +34,7 @@ METRIC_WORDS = (
     r"top-?[15]|acc(?:uracy)?|m?AP(?:50|75|@\.?5|_?[sml])?|box ?AP|mask ?AP|(?:sacre)?BLEU|ROUGE(?:-?[12L])?|"
     r"F-?1|exact match|FID|m?IoU|PSNR|SSIM|LPIPS|perplexity|PPL|AUC|AUROC|NDCG|"
     r"recall(?:@\d+)?|R@\d+|precision|Dice|CIDEr|METEOR|SPICE|RMSE|success rate|reward|"
-    r"score|Spearman|Pearson|mAcc|CLIP ?score|pass@\d+|error rate|top1|top5|"
+    r"score|Spearman|Pearson|mAcc|CLIP ?score|pass@\d+|error rate|top1|top5|(?:average|mean|episodic|episode|eval) returns?|"
     r"(?-i:IS|EM|PQ|NDS|MAE|MSE|KID|CER|WER|MRR|MCC|mATE)"
 )
 
@@ -103,7 +103,9 @@ _NEG: dict[str, tuple[float, re.Pattern[str]]] = {
         r"^\s*\[?bug\]?[:\]]|^\s*(?:\*\*)?to reproduce(?:\*\*)?\s*:?\s*$|^\s*to reproduce\s*:", _I | re.M)),
     "no_own_run": (2.5, re.compile(
         r"\bhaven'?t (?:run|trained|tried) (?:anything|it|the code|yet)\b|\bnot trying to reproduce\b|"
-        r"\bbefore i (?:start|run|begin)\b|\bwithout (?:running|training) (?:anything|it)\b|\bjust (?:noticed|curious)\b|"
+        r"\bbefore i (?:start|run|begin)\b|\bwithout (?:running|training) (?:anything|it)\b|"
+        r"\bjust (?:noticed|curious|asking|wondering)\b|\b(?:want|like|need) to cite\b|\bfor (?:the |my )?"
+        r"(?:related[- ]work|thesis|survey|citation)\b|"
         r"\b(?:typo|mistake|inconsisten\w*) in (?:the )?(?:readme|paper|table)\b|\bplan(?:ning)? to "
         r"(?:reproduce|replicate)\b|想先|打算复现|准备复现", _I)),
     "error_trace": (1.0, re.compile(
@@ -125,6 +127,10 @@ _NEG: dict[str, tuple[float, re.Pattern[str]]] = {
         r"\b(?:pretrained|pre-trained) (?:weights|model|checkpoint)s? (?:link|download|available|missing)\b|"
         r"\b(?:link|url) (?:is )?(?:broken|dead|expired|not working)\b|\bgoogle drive\b|\bbaidu\b|"
         r"\blicen[cs]e\b|\bcommercial use\b|下载|链接失效|权重链接|许可", _I)),
+    "success_report": (2.5, re.compile(
+        r"\bnot an? (?:issue|problem|bug)\b|\bjust (?:sharing|fyi|wanted to share|to share)\b|\bsharing (?:my |the |some )?"
+        r"(?:training )?(?:logs?|results?|numbers?|checkpoints?)\b|\bin case (?:anyone|someone|others?) needs?\b|"
+        r"仅供参考|分享一下", _I)),
     "theory_question": (1.5, re.compile(
         r"\b(?:which|what) (?:equation|formula|eq\.?)\b|\b(?:eq(?:uation)?\.?|formula) ?\(?\d+\)?\b|"
         r"\bderivation\b|\bproof\b|\bin section \d|\bconfused about (?:the )?(?:equation|formula|loss)\b|"
@@ -155,14 +161,20 @@ class Signals:
     neg: float
 
 
+#: Raw characters read before code, logs and dumps are removed (the windows above apply to the prose left).
+RAW_FACTOR = 4
+
+
 def _window(thread: Thread) -> tuple[str, str, str]:
-    """(title + body prose, title + opening of body, comment prose) limited to the reading windows."""
-    body = strip_code(thread.body[:BODY_CHARS])
-    head = thread.title + "\n" + strip_code(thread.body[:OPENING_CHARS])
+    """(title + body prose, title + opening of body, comment prose) limited to the reading windows, which
+    apply to prose: a pasted environment dump or log before the question does not push it out."""
+    prose = strip_code(thread.body[:BODY_CHARS * RAW_FACTOR]).strip()
+    body = prose[:BODY_CHARS]
+    head = thread.title + "\n" + prose[:OPENING_CHARS]
     comments = []
     for c in thread.all_comments()[:MAX_COMMENTS]:
         if not is_bot_comment(c):
-            comments.append(strip_code(c.body[:COMMENT_CHARS]))
+            comments.append(strip_code(c.body[:COMMENT_CHARS * RAW_FACTOR])[:COMMENT_CHARS])
     return thread.title + "\n" + body, head, "\n".join(comments)
 
 
@@ -180,6 +192,7 @@ KEYS: dict[str, tuple[str, ...]] = {
              "yield", "my", "our", "我", "跑出来", "得到的", "测出来"),
     "bug_report": ("reproduc", "bug", "minimal", "expected behavio"),
     "no_own_run": ("haven", "not trying", "before i", "without", "just", "typo", "mistake", "inconsisten", "plan",
+                   "cite", "related", "thesis", "survey", "citation",
                    "想先", "打算复现", "准备复现"),
     "error_trace": ("traceback", "error: ", "exception: ", "segmentation fault", "core dumped", "throw", "crash",
                     "报错", "出错"),
@@ -191,6 +204,7 @@ KEYS: dict[str, tuple[str, ...]] = {
                 "is there", "plan", "would be", "when will", "release", "enhancement", "希望", "能否提供", "什么时候"),
     "weights_licence": ("download", "pretrained", "pre-trained", "link", "url", "google drive", "baidu", "licen",
                         "commercial use", "下载", "链接失效", "权重链接", "许可"),
+    "success_report": ("not a", "not an", "just", "sharing", "in case", "仅供参考", "分享一下"),
     "theory_question": ("which", "what", "eq", "formula", "derivation", "proof", "in section", "confused about",
                         "公式", "推导"),
 }
@@ -221,12 +235,20 @@ def signals(thread: Thread, *, prefilter: bool = True) -> Signals:
     if _PAIR.search(text):
         names.append("number_pair")
         pos += 1.5
+    # an issue template whose Expected / Actual sections hold two values: a quantified comparison, and its
+    # bug-report headings ("Describe the bug", "Expected behavior") are the form, not the content
+    tpair = template_pair(text)
+    if tpair:
+        names.append("template_pair")
+        pos += 1.5
     if any(_POS_LABELS.search(lb) for lb in thread.labels):
         names.append("label:positive")
         pos += 1.0
     neg = 0.0
-    numeric = "number_pair" in names or ("metric_number" in names and ("gap" in names or "mine" in names))
+    numeric = tpair or "number_pair" in names or ("metric_number" in names and ("gap" in names or "mine" in names))
     for name, (w, rx) in _NEG_L.items():
+        if tpair and name == "bug_report":
+            continue
         if _hit(name, rx, head_l, prefilter):
             names.append(name)
             neg += w
@@ -235,12 +257,24 @@ def signals(thread: Thread, *, prefilter: bool = True) -> Signals:
             neg += w * (0.25 if numeric else 0.5)
     for lb in thread.labels:
         kind = _NEG_LABELS.get(lb.strip().lower())
-        if kind:
+        if kind and not (tpair and kind == "bug_report"):
             names.append(f"label:{kind}")
             neg += 1.0
     if numeric and neg:
         neg *= 0.6  # a quantified comparison with the paper outweighs incidental setup/bug wording
+    if ("no_own_run" in names or "no_own_run:body" in names) and _OWN_RESULT.search(text):
+        names.append("own_result")
     return Signals(tuple(names), pos, neg)
+
+
+#: The asker states a result of their own run (read only when a no-own-run cue fired).
+_OWN_RESULT = re.compile(
+    r"\b(?:i|we)(?:'ve| have)? (?:\w+ ){0,2}(?:get|got|getting|obtain(?:ed)?|achieved?|reach(?:ed)?|trained|ran|re-?ran|"
+    r"evaluated|measured)\b[^.\n]{0,40}\d|\bmy (?:results?|runs?|reproduc\w*|numbers?|accuracy|score)\b|我(?:的|们)?(?:结果|跑|得到)",
+    _I)
+#: Cues of a crash, setup or memory problem: with no quantified result of the asker's, the thread is about
+#: getting the code to run, not about a number.
+_RUN_PROBLEMS = ("install", "error_trace", "oom")
 
 
 #: Decision threshold on ``pos - neg`` (and a floor on ``pos``).
@@ -249,12 +283,16 @@ MIN_POS = 2.5
 
 
 def _decide(s: Signals) -> tuple[bool, float]:
-    anchor = any(n in s.names for n in ("paper_ref", "number_pair", "repro_intent", "label:positive"))
+    anchor = any(n in s.names for n in ("paper_ref", "number_pair", "template_pair", "repro_intent", "label:positive"))
     margin = s.pos - s.neg
     # the asker says they have not run it ("haven't run anything", "not trying to reproduce") and reports no
     # result of their own: a question about the paper, not a reproduction
-    no_run = ("no_own_run" in s.names or "no_own_run:body" in s.names) and "mine" not in s.names
-    ok = anchor and s.pos >= MIN_POS and margin >= MARGIN and not no_run
+    no_run = ("no_own_run" in s.names or "no_own_run:body" in s.names) and "own_result" not in s.names
+    # "not an issue, just sharing my logs": a success report, whatever numbers it compares
+    shared = "success_report" in s.names
+    quantified = any(n in s.names for n in ("metric_number", "number_pair", "template_pair", "mine"))
+    run_problem = not quantified and any(n in s.names for n in _RUN_PROBLEMS)
+    ok = anchor and s.pos >= MIN_POS and margin >= MARGIN and not (no_run or shared or run_problem)
     score = 1.0 / (1.0 + math.exp(-(margin - MARGIN + 0.5)))
     return ok, round(score, 4)
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from extract.relevance import METRIC_WORDS
-from extract.threadtext import strip_code
+from extract.threadtext import section_value, strip_code, template_sections
 
 _NUM = re.compile(r"(?<![\w.#/@-])(?:~|≈|about |around )?(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)(\s?%)?")
 _CLAUSE = re.compile(r"(?<!\d)\.(?!\d)\s*|[;\n。；，!?！？]|,(?!\d{3})\s*|\s(?=but\s|while\s|whereas\s|however)", re.I)
@@ -48,7 +48,7 @@ _MINE_RIGHT = re.compile(
 _NOT_VALUE_LEFT = re.compile(
     r"(?<![a-z])(?:v|version|torch|pytorch|cuda|cudnn|python|tensorflow|tf|transformers|jax|numpy|==|>=|<=|"
     r"epochs?|batch[ _-]?size|bs|lr|learning rate|seeds?|gpus?|iter(?:ation)?s?|steps?|warmup|layers?|"
-    r"#|issue|pr|commit|step|resolution|size|x|@|r@|pass@|k=|n=|beam|width|dim|heads?|"
+    r"#|issue|pr|commit|step|resolution|size|x|@|r@|pass@|k=|n=|beam|width|dim|heads?|rtx|gtx|geforce|titan|张|块|台|"
     r"±|\+/-|\+-|std|variance)\s*[:=]?\s*$",
     re.I,
 )
@@ -118,6 +118,7 @@ class _Cand:
     side: str  # "paper" | "mine" | "?"
     dist: int
     pct: bool
+    agg: bool = False  # an aggregate the asker states over their runs ("mean 72.5")
 
 
 def _clauses(text: str) -> list[tuple[int, str]]:
@@ -179,6 +180,11 @@ def _side(left: str, right: str) -> tuple[str, int]:
     return "?", 999
 
 
+#: "(mean 72.5)", "average over 3 seeds: 72.5": the aggregate of the asker's runs, the value they compare.
+_AGG_LEFT = re.compile(r"\b(?:mean|average|avg|averaged)(?: (?:over|of|across) (?:\d+ |the |all |my )?(?:seeds|runs))?"
+                       r"\s*(?:is |was |=|:)?\s*$", re.I)
+
+
 def _candidates(text: str) -> list[_Cand]:
     out: list[_Cand] = []
     for cpos, clause in _clauses(text):
@@ -192,7 +198,9 @@ def _candidates(text: str) -> list[_Cand]:
             if "." not in raw and (1900 <= val <= 2100 or val < 10) and not m.group(2):
                 continue  # years; small integers are counts, not metric values
             side, dist = _side(left, right)
-            out.append(_Cand(val, cpos + m.start(1), cpos + m.end(), clause, side, dist, bool(m.group(2))))
+            agg = side != "paper" and bool(_AGG_LEFT.search(left))
+            out.append(_Cand(val, cpos + m.start(1), cpos + m.end(), clause, "mine" if agg else side, dist,
+                             bool(m.group(2)), agg))
     return out
 
 
@@ -262,8 +270,13 @@ def find_symptom(text: str) -> SymptomFound:
     cands = _candidates(prose)
     pv: Value | None = None
     ov: Value | None = None
-    # "A vs B (paper)" pairs: a paper word on one side decides; otherwise A is mine, B the paper's
+    starts = {c.start for c in cands}
+    # "A vs B (paper)" pairs: a paper word on one side decides; otherwise A is mine, B the paper's. Both must
+    # be values ("4 GPUs instead of 8" is not), and a pair after an earlier paper-vs-mine statement is a
+    # second comparison (another split or metric): the first one stated is the symptom.
     for m in _PAIR.finditer(prose):
+        if m.start(1) not in starts or m.start(2) not in starts or _stated_before(cands, m.start()):
+            continue
         a, b, tail = float(m.group(1)), float(m.group(2)), m.group(3)
         left = prose[max(0, m.start() - 40):m.start()]
         quote = _line_around(prose, m.start(), m.end())
@@ -285,6 +298,9 @@ def find_symptom(text: str) -> SymptomFound:
     if pv is None or ov is None:
         tp, tm = _table_pair(prose)
         pv, ov = pv or tp, ov or tm
+    if pv is None or ov is None:
+        tp, tm = _template_pair(prose)
+        pv, ov = pv or tp, ov or tm
     # one side known: the first unattributed number on the same scale is the other side
     if (pv is None) != (ov is None):
         known = pv or ov
@@ -296,6 +312,24 @@ def find_symptom(text: str) -> SymptomFound:
             pv, ov = (pv, v) if ov is None else (v, ov)
     metric, mquote = _metric_near(prose, [v for v in (pv, ov) if v is not None])
     return SymptomFound(metric=metric, metric_quote=mquote, paper=pv, obtained=ov)
+
+
+def _stated_before(cands: list[_Cand], pos: int) -> bool:
+    """A paper number and another number on its scale are both stated before ``pos``."""
+    paper = next((c for c in cands if c.side == "paper" and c.start < pos), None)
+    return paper is not None and any(c.side != "paper" and c.start < pos and c.value != paper.value
+                                     and _same_scale(c.value, paper.value) for c in cands)
+
+
+def _template_pair(prose: str) -> tuple[Value | None, Value | None]:
+    """Issue-template sections read by role: "Expected results" holds the paper's number, "Actual results"
+    the asker's."""
+    got: dict[str, Value] = {}
+    for sec in template_sections(prose):
+        m = section_value(prose, sec)
+        if m and sec.role not in got:
+            got[sec.role] = Value(float(m.group(1)), _line_around(prose, m.start(), m.end()), m.start(1))
+    return got.get("expected"), got.get("actual")
 
 
 def _same_scale(a: float, b: float) -> bool:
@@ -310,15 +344,21 @@ def _pair_in_clause(cands: list[_Cand]) -> list[_Cand]:
     (and nothing between) is the asker's."""
     out = list(cands)
     for i in range(1, len(out)):
-        prev, cur = out[i - 1], out[i]
-        if cur.side == "paper" and prev.side == "?" and prev.clause == cur.clause and _same_scale(prev.value, cur.value):
-            out[i - 1] = _Cand(prev.value, prev.start, prev.end, prev.clause, "mine", cur.dist, prev.pct)
+        cur = out[i]
+        if cur.side != "paper":
+            continue
+        j = i - 1  # "66.9 / 67.3 / 66.5 (paper 67.9)": the whole list of runs is the asker's
+        while j >= 0 and out[j].side == "?" and out[j].clause == cur.clause and _same_scale(out[j].value, cur.value):
+            prev = out[j]
+            out[j] = _Cand(prev.value, prev.start, prev.end, prev.clause, "mine", cur.dist, prev.pct, prev.agg)
+            j -= 1
     return out
 
 
 def _first_mine(cands: list[_Cand], paper: _Cand | None) -> _Cand | None:
     """The asker's first reported number: same scale as the paper's and not the paper's own number."""
     mines = [c for c in cands if c.side == "mine" and (paper is None or c.start != paper.start)]
+    mines.sort(key=lambda c: not c.agg)  # a stated aggregate over runs before the individual runs
     if paper is not None:
         fit = [c for c in mines if c.value != paper.value and _same_scale(c.value, paper.value)]
         if fit:

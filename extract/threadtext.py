@@ -51,9 +51,100 @@ def is_maintainer(association: str | None) -> bool:
 
 
 def strip_code(text: str) -> str:
-    """Text with fenced and indented code blocks replaced by a blank line."""
+    """Prose only: fenced and indented code blocks, the bodies of HTML ``<details>`` blocks (their
+    ``<summary>`` is kept), machine output pasted as prose (log lines, COCO summaries, ``pip list`` /
+    ``collect_env`` / ``nvidia-smi`` dumps) and long tables without a paper/ours row or column are each
+    replaced by a line break, so what remains is verbatim text of the post."""
     text = _CODE_FENCE.sub("\n", text)
-    return _INDENTED_CODE.sub("\n", text)
+    text = _INDENTED_CODE.sub("\n", text)
+    if "<details" in text or "<DETAILS" in text:
+        text = _DETAILS.sub(_details_summary, text)
+    return _strip_machine_lines(text)
+
+
+_DETAILS = re.compile(r"<details[^>]*>(.*?)(?:</details>|\Z)", re.S | re.I)
+_SUMMARY = re.compile(r"<summary[^>]*>(.*?)</summary>", re.S | re.I)
+
+
+def _details_summary(m: re.Match[str]) -> str:
+    s = _SUMMARY.search(m.group(1))
+    return "\n" + (s.group(1).strip() if s else "") + "\n"
+
+
+_NUMTOK = re.compile(r"\d+(?:\.\d+)?")
+#: ``key: 0.123`` / ``key=12`` pairs, timestamps and progress counters: marks of machine output.
+_KEYVAL = re.compile(r"(?<![\w@/()\[\]-])[A-Za-z_][\w@/()\[\]-]*+\s?[:=]\s?-?\d")
+_LOGMARK = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\s*\d+\s*/\s*\d+\s*\]|\d+/\d+ \[\d\d:\d\d|"
+                      r"\d+%\|[^|]*\||@\[ ?IoU|\b\d+(?:\.\d+)?\s?(?:MiB|GiB|W)\b")
+#: A version dump line: ``name  1.2.3  [build]``, ``name==1.2.3``, ``Key version: 1.2.3+cu118``.
+_DUMPLINE = re.compile(r"^\s*(?:\[(?:pip3?|conda)\]\s+)?[\w.+-]+(?:\s{2,}|==|\s*:\s*|\s+version:?\s+)v?\d+\.\d+(?:\.\d|\+|rc|a\d|b\d|post|dev)[\w.+-]*"
+                       r"(?:\s+[\w.+-]+){0,2}\s*$|^\s*[-=+|]{6,}\s*$|^\s*[+|][-=+]{3,}")
+#: Three plain words in a row: written by a person, never dropped as machine output.
+_PROSE = re.compile(r"(?<![^\W\d_])(?:[^\W\d_]{2,}+[,']?\s){2}[^\W\d_]{2}|[\u4e00-\u9fff]{4}")
+#: Characters above which a line is never machine output (logs and dumps have short lines).
+MAX_MACHINE_LINE = 1000
+#: Data rows above which a table without a paper/ours row or column is a per-class/per-step dump.
+MAX_OWN_TABLE_ROWS = 6
+_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
+_OWN_TABLE = re.compile(r"paper|reported|official|readme|original|claimed|\bmine\b|\bours?\b|\bmy\b|reproduc|"
+                        r"re-?run|re-?impl|\bme\b|论文|官方|原文|复现|我的|实际", re.I)
+
+
+def is_machine_line(line: str) -> bool:
+    """Machine output pasted as prose: a log/summary line (3+ numbers with key/value pairs, a timestamp, a
+    progress counter, memory sizes) or a dependency-dump line, and no run of three plain words."""
+    if len(line) > MAX_MACHINE_LINE:
+        return False
+    if _PROSE.search(line):
+        return line.lstrip().startswith(("+", "|")) and bool(_DUMPLINE.search(line))
+    if _DUMPLINE.search(line):
+        return True
+    if len(_NUMTOK.findall(line)) < 3:
+        return False
+    return len(_KEYVAL.findall(line)) + 2 * len(_LOGMARK.findall(line)) >= 2
+
+
+#: Lines worth a closer look: three or more numbers, or a table/border line.
+_CAND_LINE = re.compile(r"^[^\n]*?\d+(?:\.\d+)?[^\d\n]+\d+(?:\.\d+)?[^\d\n]+\d[^\n]*$|^[ \t]*[|+][^\n]*$", re.M)
+_DIGIT = re.compile(r"\d")
+
+
+def _strip_machine_lines(text: str) -> str:
+    if not _DIGIT.search(text):
+        return text
+    drop: list[tuple[int, int]] = []
+    table: list[re.Match[str]] = []
+
+    def flush() -> None:
+        rows = sum(1 for m in table if _NUMTOK.search(m.group(0)))
+        if rows > MAX_OWN_TABLE_ROWS and not any(_OWN_TABLE.search(m.group(0)) for m in table):
+            drop.append((table[0].start(), table[-1].end()))
+        table.clear()
+
+    for m in _CAND_LINE.finditer(text):
+        line = m.group(0)
+        if _TABLE_LINE.match(line) or (table and _DUMPLINE.search(line)):
+            if table and text.count("\n", table[-1].end(), m.start()) > 1:
+                flush()
+            table.append(m)  # a markdown/ascii table: dropped whole when long and without a paper/ours row
+            continue
+        if table:
+            flush()
+        if is_machine_line(line):
+            drop.append((m.start(), m.end()))
+    if table:
+        flush()
+    if not drop:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end in sorted(drop):
+        if start < pos:
+            continue
+        out.append(text[pos:start])
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def has_code(text: str) -> bool:
@@ -111,6 +202,7 @@ class Post:
     is_bot: bool
     is_answer: bool
     index: int  # 0 = the body, then comments in reading order
+    is_corroboration: bool = False  # "+1, same here (I get 91.5 too)" from someone else: not a diagnosis
 
 
 def posts(thread: Thread) -> list[Post]:
@@ -119,9 +211,24 @@ def posts(thread: Thread) -> list[Post]:
                 is_maintainer(thread.author_association), is_bot_login(thread.author), False, 0)]
     for i, c in enumerate(thread.all_comments(), start=1):
         answer = c.is_answer or (thread.answer_id is not None and c.id == thread.answer_id)
-        out.append(Post(c.id, c.author, c.body, c.author is not None and c.author == thread.author,
-                        is_maintainer(c.author_association), is_bot_comment(c), answer, i))
+        asker = c.author is not None and c.author == thread.author
+        maint = is_maintainer(c.author_association)
+        out.append(Post(c.id, c.author, c.body, asker, maint, is_bot_comment(c), answer, i,
+                        not asker and not maint and is_corroboration(c.body)))
     return out
+
+
+#: A "me too" reply: starts with +1 / same here / me too / 👍 (a short post, maybe with its own number).
+_CORROBORATION = re.compile(r"^\s*(?:\+1\b|same (?:here|issue|problem|for me|result)|me too\b|same\b|👍|"
+                            r"i (?:also )?(?:see|get|got|have|observe) (?:the )?same|同样|我也|\+1)", re.I)
+#: Characters above which a reply is a contribution of its own, not a "+1".
+CORROBORATION_CHARS = 240
+
+
+def is_corroboration(body: str) -> bool:
+    """A short "+1 / same here" reply (its numbers corroborate the asker's, they are not the asker's)."""
+    text = strip_code(body).strip()
+    return len(text) <= CORROBORATION_CHARS and bool(_CORROBORATION.match(text))
 
 
 def has_human_reply(thread: Thread) -> bool:
@@ -133,3 +240,63 @@ def has_other_reply(thread: Thread) -> bool:
     """At least one non-bot comment by someone other than the asker."""
     return any(not is_bot_comment(c) and (c.author is None or c.author != thread.author)
                for c in thread.all_comments())
+
+
+#: A template heading: ``### Expected results``, ``**Actual behavior**``, ``Expected results:`` on its own
+#: line (text after a bold heading or a colon on the same line belongs to the section).
+_HEADING = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]*([^\n]+?)[ \t#]*$|(?:\*\*|__)([^\n*_]{2,60})(?:\*\*|__)[ \t]*:?|"
+                      r"([A-Z][A-Za-z ]{2,40}):[ \t]*$)", re.M)
+_EXPECTED = re.compile(r"^(?:the )?(?:expected|expectation|target|reference|reported|paper'?s?)\b|"
+                       r"^(?:results?|numbers?|performance) (?:in|from|of) (?:the )?(?:paper|readme|model ?zoo)|期望|预期|论文",
+                       re.I)
+_ACTUAL = re.compile(r"^(?:the )?(?:actual|observed|current|obtained|reproduced)\b|^what (?:i|we) (?:got|get|see|saw|"
+                     r"obtained)|^(?:my|our) (?:results?|numbers?|output|reproduction)|^results? (?:i|we) (?:got|get)|"
+                     r"实际|我的结果|复现结果", re.I)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A role-bearing section of an issue template: ``expected`` (the paper's side) or ``actual`` (the
+    asker's). ``start``/``end`` are character offsets of its content in the text it was read from."""
+
+    role: str
+    start: int
+    end: int
+
+
+def template_sections(text: str) -> list[Section]:
+    """Expected/actual sections of an issue template, in text order (other headings only end a section)."""
+    heads = list(_HEADING.finditer(text))
+    out: list[Section] = []
+    for i, m in enumerate(heads):
+        name = (m.group(1) or m.group(2) or m.group(3) or "").strip().strip("*_:").strip()
+        role = "expected" if _EXPECTED.search(name) else "actual" if _ACTUAL.search(name) else None
+        if role:
+            end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+            out.append(Section(role, m.end(), end))
+    return out
+
+
+_SECTION_NUM = re.compile(r"(?<![\w.#/@-])(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)")
+
+
+def section_value(text: str, sec: Section) -> re.Match[str] | None:
+    """The first number of a section that can be a metric value (not a year or a small count)."""
+    for m in _SECTION_NUM.finditer(text, sec.start, sec.end):
+        raw = m.group(1)
+        if "." in raw or 10 <= float(raw) < 1900:
+            return m
+    return None
+
+
+def template_pair(text: str) -> bool:
+    """The text is a template whose Expected and Actual sections each hold a value on one scale (a
+    numeric expectation, not a crash report)."""
+    secs = template_sections(text)
+    vals: dict[str, float] = {}
+    for s in secs:
+        m = section_value(text, s)
+        if m and s.role not in vals:
+            vals[s.role] = float(m.group(1))
+    a, b = vals.get("expected"), vals.get("actual")
+    return a is not None and b is not None and a != b and 0 < a / max(b, 1e-9) < 3 and b / max(a, 1e-9) < 3

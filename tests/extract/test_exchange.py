@@ -56,3 +56,23 @@ def test_unresolved_valuable_needs_two_exchanges() -> None:
     assert _rt(two, state="open") == "unresolved_valuable"
     bots = one + [("stale[bot]", "NONE", "This issue has been automatically marked as stale.")]
     assert _rt(bots, state_reason="not_planned") == "unresolved"
+
+
+def test_one_line_maintainer_setting_resolves_a_closed_thread() -> None:
+    one_liner = ("lead", "OWNER", "use `--lr 0.02` for 8 GPUs")
+    assert _rt([one_liner], state_reason=None) == "resolved"  # closed without a reason (older GitHub)
+    assert _rt([("lead", "OWNER", "no idea, sorry")], state_reason=None) == "unresolved"
+
+
+def test_linked_pr_fix_resolves_unless_the_asker_objects() -> None:
+    fixed = ("maint", "MEMBER", "Fixed the default in #212.")
+    assert _rt([fixed], state_reason="completed") == "resolved"
+    assert _rt([fixed, ("asker", "NONE", "Still 79.8 with main, no difference.")], state="open") != "resolved"
+
+
+def test_plus_one_replies_are_corroboration_not_diagnosis() -> None:
+    plus = [("u1", "NONE", "+1, I get 79.5 too (3 seeds)."), ("u2", "NONE", "same here 😢 79.6, maybe the seed?")]
+    t = make_thread("Lower top-1", BODY, plus, state="open")
+    ps = posts(t)
+    assert [p.is_corroboration for p in ps] == [False, True, True]
+    assert read_exchange(t, ps, 81.8, 79.8).diagnostic_posts == 0

@@ -52,3 +52,37 @@ def test_prefilter_never_changes_the_signals(sample_threads) -> None:  # noqa: A
 ])
 def test_questions_without_an_own_run_are_dropped(body: str) -> None:
     assert not classify([make_thread("Number in your table differs from the paper?", body, REPLY)])[0].is_reproduction
+
+
+COLLECT_ENV = ("<details><summary>collect_env</summary>\n\n```\nPyTorch version: 2.0.1+cu118\nCUDA used to build "
+               "PyTorch: 11.8\nGPU 0: NVIDIA RTX A5000\n```\n</details>\n\n")
+
+
+@pytest.mark.parametrize(("title", "body"), [
+    ("[Bug] accuracy lower than README", "**Describe the bug**\nTraining does not reach the README number.\n\n"
+     "**To Reproduce**\nSteps to reproduce the behavior:\n1. `pip install -r requirements.txt`\n2. run train.py\n\n"
+     "**Expected behavior**\n76.3 top-1\n\n**Actual results**\n74.9 top-1\n"),
+    ("Cityscapes mIoU much lower than expected", "### Expected results\n\nmIoU 55.3\n\n### Actual results\n\n"
+     "mIoU 51.9\n"),
+    ("Low box AP", COLLECT_ENV + "\n".join(f"iter {i}  loss: 0.{i:03d}  lr: 0.02  acc: 9{i % 9}.1"
+                                                     for i in range(120)) +
+     "\nThe model zoo says 37.4 box AP, I get 35.2 with 4 GPUs."),
+])
+def test_templates_and_dumps_do_not_hide_a_comparison(title: str, body: str) -> None:
+    d = classify([make_thread(title, body, REPLY, labels=["bug"])])[0]
+    assert d.is_reproduction, d.signals
+
+
+@pytest.mark.parametrize(("title", "body"), [
+    ("Results are better than the paper! 45.3 box AP", "Not an issue, just sharing 🎉 I got 45.3 box AP, better "
+     "than the 44.9 listed in the README."),
+    ("Reproduced Table 2 (82.1 vs 82.0)", "Reproduced it with the default config: 82.1 vs 82.0 in Table 2. "
+     "Sharing logs for others."),
+    ("CUDA error: no kernel image is available", "I want to reproduce the results in Table 1 but I can't even "
+     "start training:\n```\nRuntimeError: CUDA error: no kernel image is available\n```\n" + COLLECT_ENV),
+    ("Where does the baseline in Table 1 come from?", "Table 1 lists ResNet-50 at 76.1 top-1, the new recipe "
+     "gives 80.4. Did you retrain it? Just asking for the related-work section of my thesis."),
+])
+def test_success_reports_setup_help_and_citation_questions_are_dropped(title: str, body: str) -> None:
+    d = classify([make_thread(title, body, REPLY)])[0]
+    assert not d.is_reproduction, d.signals

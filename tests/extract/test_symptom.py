@@ -83,3 +83,25 @@ def test_log_and_config_numbers_are_never_values() -> None:
     assert s.paper is None and s.obtained is None
     s = find_symptom(LOG_TRAPS + "I only get 76.0 top-1 while the paper reports 77.4.")
     assert (s.paper.value, s.obtained.value) == (77.4, 76.0)
+
+
+@pytest.mark.parametrize(("text", "paper", "mine"), [
+    # template sections read by role
+    ("**Describe the bug**\nLow accuracy.\n\n**Expected behavior**\n76.3 top-1 (README table)\n\n"
+     "**Actual results**\n74.9 top-1 (best epoch 296)\n", 76.3, 74.9),
+    ("### Expected results\n\nmIoU 55.3\n\n### Actual results\n\nmIoU 51.9\n", 55.3, 51.9),
+    # counts in an "A instead of B" pair are not values; the stated comparison is
+    ("The paper reports 79.6 mIoU, I only got 77.4. I used 4 GPUs instead of 8.", 79.6, 77.4),
+    # the first comparison stated is the symptom, a later pair is a second split/metric
+    ("test-clean WER 3.9，论文是 2.7。test-other 也差很多（9.8 vs 6.3）。", 2.7, 3.9),
+    # a stated mean over seeds is the compared value; a list of runs starts with the first
+    ("I ran 3 seeds: 71.2, 73.9, 72.4 (mean 72.5). The paper reports 74.1.", 74.1, 72.5),
+    ("val accuracy 66.9 / 67.3 / 66.5 with seeds — paper 67.9 on val", 67.9, 66.9),
+    # GPU model numbers and log lines are not values
+    ("我用 4 张 3090 训练，论文里是 79.6，我跑出来只有 77.4。", 79.6, 77.4),
+    ("Epoch [40/40] loss: 0.4123 lr: 0.000010 val_acc: 76.84\nPaper says 79.3 in Table 3, I get 76.8.", 79.3, 76.8),
+])
+def test_real_world_shapes(text: str, paper: float, mine: float) -> None:
+    s = find_symptom(text)
+    assert (s.paper and s.paper.value, s.obtained and s.obtained.value) == (paper, mine)
+    assert s.paper is not None and s.paper.quote in text  # still a verbatim quote
