@@ -59,3 +59,27 @@ def test_killed_and_rerun_demo_ends_with_same_counts(demo_workspace: Path, tmp_p
     again = run_cli("demo", workspace=ws, timeout=900)
     assert again.returncode == 0, again.stderr[-2000:]
     assert summary(ws) == summary(demo_workspace)
+
+
+def test_demo_datasets_load_and_keep_eval_repositories_out_of_training(demo_workspace: Path):
+    from datasets import load_from_disk
+
+    from reprodiag.schema import EvalItem
+
+    root = demo_workspace / "demo-out" / "datasets"
+    sft, dpo, ev = (load_from_disk(str(root / n)) for n in ("sft", "dpo", "eval"))
+    sft_rows = [r for s in sft.values() for r in s]
+    dpo_rows = [r for s in dpo.values() for r in s]
+    ev_rows = [r for s in ev.values() for r in s]
+    assert sft_rows and dpo_rows and ev_rows
+    for r in sft_rows:  # TRL conversational: a "messages" column of role/content turns
+        assert [m["role"] for m in r["messages"]] == ["system", "user", "assistant"]
+    for r in dpo_rows:  # TRL conversational preference: prompt / chosen / rejected
+        assert [m["role"] for m in r["prompt"]] == ["system", "user"]
+        assert r["chosen"][0]["role"] == r["rejected"][0]["role"] == "assistant"
+        assert r["chosen"][0]["content"] != r["rejected"][0]["content"]
+    items = [EvalItem.model_validate(r) for r in ev_rows]
+    eval_repos = {it.source_thread.split("#")[0] for it in items}
+    assert eval_repos.isdisjoint({r["repo"] for r in sft_rows} | {r["repo"] for r in dpo_rows})
+    # replays that confirmed a fix mark the rows of the threads they replicate as verified
+    assert any(r["verified"] for r in sft_rows)
