@@ -286,6 +286,13 @@ class _FakeServer:
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids):06d}"
 
+    async def _get_batch(self, request: web.Request) -> web.StreamResponse:
+        """``GET …/batches/{id}`` for both APIs (subclasses keep ``batches`` and ``_error_body``)."""
+        b = self.batches.get(request.match_info["bid"])  # type: ignore[attr-defined]
+        if b is None:
+            return web.json_response(self._error_body(404, "no such batch"), status=404)  # type: ignore[attr-defined]
+        return web.json_response(b)
+
 
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
@@ -434,12 +441,6 @@ class OpenAIServer(_FakeServer):
         self.batches[bid] = batch
         return web.json_response(batch)
 
-    async def _get_batch(self, request: web.Request) -> web.StreamResponse:
-        b = self.batches.get(request.match_info["bid"])
-        if b is None:
-            return web.json_response(self._error_body(404, "no such batch"), status=404)
-        return web.json_response(b)
-
     async def _models(self, request: web.Request) -> web.StreamResponse:
         return web.json_response({"object": "list", "data": [{"id": "fake-model", "object": "model",
                                                               "created": 0, "owned_by": "fake"}]})
@@ -547,12 +548,6 @@ class AnthropicServer(_FakeServer):
         self.batches[bid] = batch
         self.batch_results[bid] = results
         return web.json_response(batch)
-
-    async def _get_batch(self, request: web.Request) -> web.StreamResponse:
-        b = self.batches.get(request.match_info["bid"])
-        if b is None:
-            return web.json_response(self._error_body(404, "no such batch"), status=404)
-        return web.json_response(b)
 
     async def _results(self, request: web.Request) -> web.StreamResponse:
         res = self.batch_results.get(request.match_info["bid"])
