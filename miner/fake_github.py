@@ -4,16 +4,20 @@ In-process: :func:`serve_fake_github` / :class:`FakeGitHubThread`. In its own pr
 (so its CPU does not share the client's GIL): ``python -m miner.fake_github --corpus
 threads.jsonl [--meta repos.json] [--tokens-file F] [--latency-ms 100] [--port 0]``
 prints its base URL on the first line of stdout and serves until SIGTERM, SIGINT or
-the end of stdin (see :class:`miner.fake_process.FakeGitHubProcess`).
+the end of stdin (see :class:`miner.fake_process.FakeGitHubProcess`). With ``--workers N``
+it validates, costs and executes GraphQL queries in N forked worker processes, as GitHub
+serves concurrent queries on many machines (budgets, faults and statistics stay in the
+serving process; the corpus is then read-only).
 
 Used by the tests and by the offline demo. It speaks GitHub's wire format closely
 enough that the production clients (gql's AIOHTTPTransport, PyGithub) run unchanged:
 
 * GraphQL at ``/api/graphql``: every query is parsed and validated against GitHub's
   public schema (:mod:`miner.github_schema`), costed with GitHub's formula, charged to
-  the token's budget, then executed for real by graphql-core over resolvers on the
-  corpus. Invalid queries get GitHub-style ``errors`` (HTTP 200); an exhausted budget
-  gets ``errors[].type == "RATE_LIMITED"``.
+  the token's budget, then executed for real over resolvers on the corpus (by
+  :mod:`miner.fake_executor`, which gives graphql-core's answers, faster). Invalid
+  queries get GitHub-style ``errors`` (HTTP 200); an exhausted budget gets
+  ``errors[].type == "RATE_LIMITED"``.
 * REST at ``/api/v3``: ``/repos/{o}/{n}``, ``/issues`` (state, since, sort, direction,
   per_page, page, ``Link`` headers; pull requests carry a ``pull_request`` key),
   ``/issues/{n}``, ``/issues/{n}/comments``, ``/pulls``, ``/rate_limit``.
@@ -29,9 +33,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import gc
 import hashlib
 import json
 import math
+import multiprocessing
 import random
 import signal
 import socket
@@ -39,15 +45,27 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from graphql import DocumentNode, GraphQLError, execute
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+)
 
+from miner.fake_executor import execute_fast
 from miner.github_schema import QueryRejected, check_query, github_schema
 from reprodiag.config import Secret
 from reprodiag.schema import Comment, Thread
@@ -66,7 +84,8 @@ class Faults:
     (GitHub's timeout on heavy queries). ``retry_after_s``: the secondary limit's
     ``retry-after`` header (None: no header, as GitHub sometimes does). ``budget``:
     GraphQL points per token per ``window_s`` seconds (REST: ``rest_budget`` requests).
-    ``fail_first``: the first N requests answer 502.
+    ``fail_first``: the first N requests answer 502. ``forward_only``: connections ignore
+    ``last``/``before`` (a server that cannot page backwards answers the first items).
     """
 
     seed: int = 0
@@ -80,6 +99,7 @@ class Faults:
     budget: int | None = None
     rest_budget: int | None = None
     window_s: float = 3600.0
+    forward_only: bool = False
     fail_first: int = 0
 
 
@@ -108,6 +128,7 @@ class _Stats:
     queries: list[str] = field(default_factory=list)
 
 
+@lru_cache(maxsize=1 << 16)  # the fake's resolvers format the same timestamps again and again
 def _iso(d: datetime | None) -> str | None:
     if d is None:
         return None
@@ -134,6 +155,7 @@ class _GhError(Exception):
         self.gh_type = gh_type
 
 
+@lru_cache(maxsize=1 << 16)
 def _node_id(prefix: str, raw: str) -> str:
     return prefix + "_" + base64.urlsafe_b64encode(hashlib.sha1(raw.encode()).digest()[:9]).decode()
 
@@ -317,6 +339,13 @@ class _Graph:
     def __init__(self, state: FakeState) -> None:
         self.s = state
 
+    def _args(self, a: dict[str, Any]) -> dict[str, Any]:
+        if self.s.faults.forward_only:
+            out = {k: v for k, v in a.items() if k not in ("last", "before")}
+            out.setdefault("first", 100)
+            return out
+        return a
+
     def comment(self, c: Comment, t: Thread) -> dict[str, Any]:
         base = {
             "id": c.id, "body": c.body, "createdAt": _iso(c.created_at), "updatedAt": _iso(c.created_at),
@@ -342,7 +371,7 @@ class _Graph:
             "closedAt": _iso(t.closed_at), "closed": t.state == "closed",
             "authorAssociation": _assoc(t.author_association), "author": _actor(t.author),
             "labels": _labels(list(t.labels)), "reactions": _reactions(t.reactions),
-            "comments": lambda info, **a: _page(comments, list(range(len(comments))), a,
+            "comments": lambda info, **a: _page(comments, list(range(len(comments))), self._args(a),
                                                 lambda c: self.comment(c, t)),
         }
         reason = (t.state_reason or "").upper()
@@ -434,11 +463,14 @@ class FakeGitHub:
 
     def __init__(self, threads: Sequence[Thread], repos_meta: dict[str, dict[str, Any]] | None = None, *,
                  tokens: Sequence[str | Secret] | None = None, faults: Faults | None = None,
-                 latency_ms: float = 0) -> None:
+                 latency_ms: float = 0, workers: int = 0) -> None:
         self.state = FakeState(threads, repos_meta, tokens, faults, latency_ms)
         self.graph = _Graph(self.state)
         self.url = ""
         self._runner: web.AppRunner | None = None
+        #: GraphQL worker processes (0: execute in the serving thread; the corpus may then change).
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=8 * 1024 * 1024)
@@ -454,6 +486,15 @@ class FakeGitHub:
         return app
 
     async def start(self, port: int = 0) -> str:
+        if self.workers > 0 and self._pool is None:
+            global _WORKER_GRAPH
+            github_schema()
+            _WORKER_GRAPH = self.graph  # inherited by the forked workers
+            gc.collect()
+            gc.freeze()  # the corpus and schema stay shared with the workers (no copy-on-write from the GC)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(self._pool, _warm) for _ in range(self.workers)))
         self._runner = web.AppRunner(self.app(), access_log=None)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -468,6 +509,9 @@ class FakeGitHub:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     # -------------------------------------------------------------- common
 
@@ -539,6 +583,16 @@ class FakeGitHub:
             self.state.count(label)
             return web.json_response({"message": "Problems parsing JSON"}, status=400)
         b = self.state.budget(label)
+        if self._pool is not None:
+            worked = await asyncio.get_running_loop().run_in_executor(self._pool, _work, query, variables)
+            self.state.stats.graphql_cpu_s += worked.cpu_s
+            if worked.rejected is not None:
+                return self._rejected(label, b, worked.rejected)
+            charged = self._charge(label, b, query, worked.points, worked.nodes)
+            if isinstance(charged, web.StreamResponse):
+                return charged
+            return web.Response(text=worked.answer(charged), content_type="application/json",
+                                headers=_rate_headers(b, b.limit - b.remaining, "graphql"))
         cpu0 = time.thread_time()
         try:
             priced = self._price(label, b, query, variables)
@@ -561,29 +615,40 @@ class FakeGitHub:
         try:
             doc, cost = check_query(query, variables)
         except QueryRejected as exc:
-            self.state.count(label)
-            self.state.stats.invalid_queries += 1
-            return web.json_response({"errors": [{"message": str(exc), "type": "INVALID_QUERY"}]},
-                                     headers=_rate_headers(b, b.limit - b.remaining, "graphql"))
+            return self._rejected(label, b, str(exc))
+        charged = self._charge(label, b, query, cost.points, cost.nodes)
+        if isinstance(charged, web.StreamResponse):
+            return charged
+        return doc, charged
+
+    def _rejected(self, label: str, b: _Budget, message: str) -> web.StreamResponse:
+        self.state.count(label)
+        self.state.stats.invalid_queries += 1
+        return web.json_response({"errors": [{"message": message, "type": "INVALID_QUERY"}]},
+                                 headers=_rate_headers(b, b.limit - b.remaining, "graphql"))
+
+    def _charge(self, label: str, b: _Budget, query: str, points: int,
+                nodes: int) -> web.StreamResponse | dict[str, Any]:
+        """Charge a valid query (or answer 502 for a heavy one, RATE_LIMITED past the budget): its ``rateLimit``."""
         heavy = self.state.faults.heavy_502_nodes
-        if heavy is not None and cost.nodes > heavy:
+        if heavy is not None and nodes > heavy:
             self.state.count(label)
             self.state.stats.faults["heavy_502"] = self.state.stats.faults.get("heavy_502", 0) + 1
             return web.Response(status=502, text="<html><body>502: query timed out</body></html>",
                                 content_type="text/html")
-        if b.remaining < cost.points:
+        if b.remaining < points:
             self.state.count(label)
             self.state.stats.rate_limited += 1
             return web.json_response(
                 {"errors": [{"type": "RATE_LIMITED",
                              "message": "API rate limit already exceeded for user ID 1."}]},
                 headers=_rate_headers(b, b.limit - b.remaining, "graphql"))
-        b.remaining -= cost.points
-        self.state.count(label, cost.points)
+        b.remaining -= points
+        self.state.count(label, points)
         self.state.stats.queries.append(query)
         del self.state.stats.queries[:-50]
-        return doc, {"cost": cost.points, "remaining": b.remaining, "limit": b.limit, "used": b.limit - b.remaining,
-                     "nodeCount": cost.nodes, "resetAt": _iso(datetime.fromtimestamp(b.reset_at, UTC))}
+        return {"cost": points, "remaining": b.remaining, "limit": b.limit, "used": b.limit - b.remaining,
+                "nodeCount": nodes, "resetAt": _iso(datetime.fromtimestamp(b.reset_at, UTC))}
 
     # -------------------------------------------------------------- REST
 
@@ -754,13 +819,106 @@ class FakeGitHub:
 
 
 def _execute_text(graph: _Graph, doc: DocumentNode, variables: dict[str, Any], rate: dict[str, Any]) -> str:
-    """Execute a validated document over the corpus; the JSON answer."""
+    """Execute a validated document over the corpus; the JSON answer.
+
+    Executed by :func:`miner.fake_executor.execute_fast` (graphql-core's answer, computed
+    faster); resolvers get ``info=None``.
+    """
+    return json.dumps(_execute(graph, doc, variables, rate))
+
+
+def _execute(graph: _Graph, doc: DocumentNode, variables: dict[str, Any], rate: dict[str, Any]) -> dict[str, Any]:
     root = {"repository": graph.repository, "node": graph.node, "rateLimit": lambda info, **a: rate}
-    result = execute(github_schema(), doc, root_value=root, variable_values=variables)
+    result = execute_fast(github_schema(), doc, root_value=root, variable_values=variables)
     out: dict[str, Any] = {"data": result.data}
     if result.errors:
         out["errors"] = [_gh_error(e) for e in result.errors]
-    return json.dumps(out)
+    return out
+
+
+#: The corpus resolvers of the worker processes (set in the server before it forks them).
+_WORKER_GRAPH: _Graph | None = None
+
+
+def _warm() -> None:
+    """Started in each worker at server start, so no client query waits for a fork."""
+
+
+@dataclass(frozen=True)
+class _Worked:
+    """A worker's answer to one query: ``rejected`` (invalid) or its cost and answer text.
+
+    ``rates``: for each ``rateLimit`` object in ``text`` (executed with placeholder budget
+    figures), its exact JSON text and its response keys mapped to field names, so the
+    server can put in the figures of the moment it charges the query."""
+
+    rejected: str | None = None
+    points: int = 0
+    nodes: int = 0
+    text: str = ""
+    rates: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    cpu_s: float = 0.0
+
+    def answer(self, rate: dict[str, Any]) -> str:
+        out = self.text
+        for old, keys in self.rates:
+            doc = json.loads(old)
+            for key, name in keys:
+                if name in rate:
+                    doc[key] = rate[name]
+            out = out.replace(old, json.dumps(doc), 1)
+        return out
+
+
+def _rate_fields(doc: DocumentNode) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    """Response keys of the root ``rateLimit`` fields and, for each, its (response key, field name) pairs."""
+    frags = {d.name.value: d for d in doc.definitions if isinstance(d, FragmentDefinitionNode)}
+    out: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+
+    def leaves(sel: SelectionSetNode | None, acc: list[tuple[str, str]], seen: frozenset[str]) -> None:
+        for s in sel.selections if sel else ():
+            if isinstance(s, FieldNode):
+                acc.append(((s.alias or s.name).value, s.name.value))
+            elif isinstance(s, InlineFragmentNode):
+                leaves(s.selection_set, acc, seen)
+            elif isinstance(s, FragmentSpreadNode) and s.name.value in frags and s.name.value not in seen:
+                leaves(frags[s.name.value].selection_set, acc, seen | {s.name.value})
+
+    def walk(sel: SelectionSetNode | None, seen: frozenset[str]) -> None:
+        for s in sel.selections if sel else ():
+            if isinstance(s, FieldNode) and s.name.value == "rateLimit":
+                acc: list[tuple[str, str]] = []
+                leaves(s.selection_set, acc, frozenset())
+                out.append(((s.alias or s.name).value, tuple(acc)))
+            elif isinstance(s, InlineFragmentNode):
+                walk(s.selection_set, seen)
+            elif isinstance(s, FragmentSpreadNode) and s.name.value in frags and s.name.value not in seen:
+                walk(frags[s.name.value].selection_set, seen | {s.name.value})
+
+    for d in doc.definitions:
+        if isinstance(d, OperationDefinitionNode):
+            walk(d.selection_set, frozenset())
+    return out
+
+
+def _work(query: str, variables: dict[str, Any]) -> _Worked:
+    """In a worker process: validate, cost and execute ``query`` (budget figures are placeholders)."""
+    cpu0 = time.thread_time()
+    try:
+        doc, cost = check_query(query, variables)
+    except QueryRejected as exc:
+        return _Worked(rejected=str(exc), cpu_s=time.thread_time() - cpu0)
+    assert _WORKER_GRAPH is not None
+    rate = {"cost": cost.points, "remaining": 0, "limit": 0, "used": 0, "nodeCount": cost.nodes,
+            "resetAt": "1970-01-01T00:00:00Z"}
+    out = _execute(_WORKER_GRAPH, doc, variables, rate)
+    data = out["data"]
+    rates = []
+    for key, keys in _rate_fields(doc) if isinstance(data, dict) and "rateLimit" in query else ():
+        if isinstance(data.get(key), dict):
+            rates.append((json.dumps(data[key]), keys))
+    return _Worked(points=cost.points, nodes=cost.nodes, text=json.dumps(out), rates=tuple(rates),
+                   cpu_s=time.thread_time() - cpu0)
 
 
 def _gh_error(e: GraphQLError) -> dict[str, Any]:
@@ -891,7 +1049,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tokens-file", type=Path, help="accepted tokens, one per line (default: any token)")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="delay before every answer")
     ap.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="GraphQL worker processes (default 0: execute in the serving process)")
     args = ap.parse_args(argv)
+    if args.workers < 0:
+        raise SystemExit("error: --workers must be 0 or more")
     threads = _load_corpus(args.corpus)
     meta = _load_json(args.meta, "--meta")
     if meta is not None and not isinstance(meta, dict):
@@ -902,7 +1064,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tokens = [ln.strip() for ln in args.tokens_file.read_text(encoding="utf-8").splitlines() if ln.strip()]
         except (OSError, UnicodeDecodeError) as exc:
             raise SystemExit(f"error: cannot read --tokens-file: {exc.__class__.__name__}") from None
-    srv = FakeGitHub(threads, meta, tokens=tokens, latency_ms=args.latency_ms)
+    srv = FakeGitHub(threads, meta, tokens=tokens, latency_ms=args.latency_ms, workers=args.workers)
     github_schema()  # built before the URL is printed, so no client's first query pays for it
     asyncio.run(_serve_forever(srv, args.port))
     return 0

@@ -26,11 +26,13 @@ class FakeGitHubProcess:
     """``with FakeGitHubProcess(threads, meta, tokens=[...], latency_ms=100) as srv: srv.url, srv.stats()``."""
 
     def __init__(self, threads: Sequence[Thread], repos_meta: dict[str, dict[str, Any]] | None = None, *,
-                 tokens: Sequence[str] | None = None, latency_ms: float = 0.0, start_timeout_s: float = 60.0) -> None:
+                 tokens: Sequence[str] | None = None, latency_ms: float = 0.0, start_timeout_s: float = 60.0,
+                 workers: int = 0) -> None:
         self.threads = threads
         self.repos_meta = repos_meta
         self.tokens = tokens
         self.latency_ms = latency_ms
+        self.workers = workers
         self.start_timeout_s = start_timeout_s
         self.url = ""
         self._dir: tempfile.TemporaryDirectory[str] | None = None
@@ -42,7 +44,7 @@ class FakeGitHubProcess:
         d = Path(self._dir.name)
         (d / "corpus.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in self.threads), encoding="utf-8")
         cmd = [sys.executable, "-m", "miner.fake_github", "--corpus", str(d / "corpus.jsonl"),
-               "--latency-ms", str(self.latency_ms), "--port", "0"]
+               "--latency-ms", str(self.latency_ms), "--port", "0", "--workers", str(self.workers)]
         if self.repos_meta is not None:
             (d / "meta.json").write_text(json.dumps(self.repos_meta), encoding="utf-8")
             cmd += ["--meta", str(d / "meta.json")]

@@ -52,6 +52,8 @@ class ClientSettings:
     secondary_min_wait_s: float = 60.0
     max_secondary: int = 30
     timeout_s: float = 120.0
+    #: Repositories mined at the same time (their work shares packed queries); 1: one after another.
+    repos_at_once: int = 64
 
 
 class Transient(Exception):

@@ -84,9 +84,13 @@ def _labels_sel(args: str) -> str:
     return f"labels({args}) {{ {_PAGE_INFO} nodes {{ name }} }}"
 
 
-def _comments_sel(kind: str, args: str) -> str:
+def _comments_sel(kind: str, args: str, head: str = "", page_info: str = _PAGE_INFO) -> str:
+    """A page of comments; ``totalCount`` (uncharged) tells the scheduler how many are left."""
     nodes = "...DCommentFields replies { totalCount }" if kind == "discussion" else "...CommentFields"
-    return f"comments({args}) {{ {_PAGE_INFO} nodes {{ {nodes} }} }}"
+    return f"{head}comments({args}) {{ totalCount {page_info} nodes {{ {nodes} }} }}"
+
+
+_TAIL_INFO = "pageInfo { hasPreviousPage startCursor }"
 
 
 # Fill fragments for the common case (first page of 100): ``L<kind>`` labels, ``C<kind>`` comments.
@@ -117,6 +121,17 @@ class Page:
 
 
 @dataclass(frozen=True)
+class TailPage:
+    """The ``last`` items of a connection ``before`` a cursor (None: up to its end), read backwards."""
+
+    before: str | None = None
+    last: int = PAGE
+
+    def args(self) -> str:
+        return f"last: {int(self.last)}" + (f", before: {_lit(self.before)}" if self.before else "")
+
+
+@dataclass(frozen=True)
 class ListSeg:
     """A segment of one repository's thread list.
 
@@ -132,16 +147,23 @@ class ListSeg:
 
 @dataclass(frozen=True)
 class Fill:
-    """Complete one thread: its labels and/or comments from the given pages (None: not needed)."""
+    """Complete one thread: its labels and/or comments from the given pages (None: not needed).
+
+    ``tail``: also a page of comments read backwards from the end (answered under the alias ``ct``)."""
 
     kind: str
     number: int
     labels: Page | None = None
     comments: Page | None = None
+    tail: TailPage | None = None
 
     @property
     def requests(self) -> int:
-        return (self.labels is not None) + (self.comments is not None)
+        return (self.labels is not None) + (self.comments is not None) + (self.tail is not None)
+
+    @property
+    def nodes(self) -> int:
+        return sum(p.first for p in (self.labels, self.comments) if p) + (self.tail.last if self.tail else 0)
 
 
 @dataclass(frozen=True)
@@ -209,6 +231,9 @@ def _fill_text(alias: str, fill: Fill, doc: _Doc) -> str:
             inner.append(sel(page.args()) if sel else _comments_sel(fill.kind, page.args()))
         if prefix == "C":
             doc.fragments.add("DCommentFields" if fill.kind == "discussion" else "CommentFields")
+    if fill.tail is not None:
+        doc.fragments.add("DCommentFields" if fill.kind == "discussion" else "CommentFields")
+        inner.append(_comments_sel(fill.kind, fill.tail.args(), "ct: ", _TAIL_INFO))
     return f"{alias}: {_ONE_FIELD[fill.kind]}(number: {int(fill.number)}) {{ {' '.join(inner)} }}"
 
 
@@ -250,7 +275,7 @@ def plan_cost(plan: Plan) -> PlanCost:
             nodes += seg.first
         for fill in b.fills:
             requests += fill.requests
-            nodes += (fill.labels.first if fill.labels else 0) + (fill.comments.first if fill.comments else 0)
+            nodes += fill.nodes
     for rep in plan.replies:
         requests += 1
         nodes += rep.page.first

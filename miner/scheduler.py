@@ -11,9 +11,12 @@ holds :data:`~miner.queries.QUERY_REQUESTS` requests. A query that is not full g
 only when (a) nothing else is in flight, (b) it carries list segments and the queued
 follow-ups cannot fill a query (a cold pipeline: its answers are the work), or (c) at
 the tail, when every list is read and everything the queries in flight can still bring
-back would fit in one query anyway. Otherwise it waits for the answers in flight, so
-almost every query costs exactly 1 point for ~149 requests; each early flush costs at
-most one point more than waiting.
+back would fit in one query anyway, or (d) once every list is read, when it carries a
+chain that needs more rounds after this one (a long thread's middle, a discussion whose
+replies come next), one such query in flight at a time: the run's last rounds do not
+wait to share queries. Otherwise it waits for the answers in flight, so almost every
+query costs exactly 1 point for ~149 requests; each early flush costs at most one point
+more than waiting, and (d) only happens in the last round trips of a run.
 
 Commit semantics (what makes SIGKILL-resume exact): each list segment becomes a *page*;
 a page is committed, in one transaction with the (repository, kind) checkpoint that
@@ -48,7 +51,7 @@ LIST_NODES = 600
 LIST_BURST_NODES = 3000
 #: Stop listing further pages while this many follow-up requests per query slot are queued (bounds memory).
 LOOKAHEAD_REQUESTS = Q.QUERY_REQUESTS
-#: Repositories listed at the same time.
+#: Repositories listed at the same time (default; see ``ClientSettings.repos_at_once``).
 MAX_ACTIVE = 64
 #: First page size of a pull-request/discussion list on an incremental pass (DESC, stops at the old).
 INCREMENTAL_FIRST = 20
@@ -78,12 +81,25 @@ class _CommentDraft:
 
 @dataclass(eq=False)
 class _Draft:
-    """A thread being completed: its list node plus labels and comments fetched so far."""
+    """A thread being completed: its list node plus labels and comments fetched so far.
+
+    ``comments`` are read forwards from the first; ``tail`` backwards from the last (a long
+    thread read from both ends), each in chronological order; ``by_id`` holds every comment
+    once, whichever end brought it."""
 
     node: dict[str, Any]
     labels: list[str] = field(default_factory=list)
     comments: list[_CommentDraft] = field(default_factory=list)
+    tail: list[_CommentDraft] = field(default_factory=list)
+    by_id: dict[str, _CommentDraft] = field(default_factory=dict)
     gone: bool = False
+
+    def all_comments(self) -> list[_CommentDraft]:
+        """Forward comments, then the tail's that the forward pages did not reach (chronological)."""
+        if not self.tail:
+            return self.comments
+        head = {id(c) for c in self.comments}
+        return self.comments + [c for c in self.tail if id(c) not in head]
 
 
 @dataclass(eq=False)
@@ -171,6 +187,20 @@ def _more(left: int | None, page: Q.Page | None) -> int:
     return 1 if left is None or left > page.first else 0
 
 
+#: Comments (known from ``totalCount``) above which a thread is read from both ends.
+BOTH_ENDS = Q.PAGE
+
+
+def _tail_for(gap: int) -> Q.TailPage | None:
+    """The backward page to ask with a forward page of 100 when ``gap`` comments lie between the ends.
+
+    Sized so the two windows overlap by one comment when they can cover the gap (the overlap is the
+    proof, by id, that they met); None when the forward page alone reaches the tail."""
+    if gap < Q.PAGE:
+        return None
+    return Q.TailPage(None, min(Q.PAGE, gap - Q.PAGE + 1))
+
+
 @dataclass(eq=False)
 class _FillWork:
     """``labels_left``/``comments_left``: items not fetched yet, from ``totalCount`` (None: not said)."""
@@ -181,6 +211,11 @@ class _FillWork:
     labels_left: int | None = None
     comments_left: int | None = None
     tries: int = 0
+    #: Reading from both ends is allowed (off after an answer that did not look like a backward page).
+    both_ends: bool = True
+    #: Cursor before the tail's first comment (None with ``tail_started``: the tail reached the start).
+    tail_before: str | None = None
+    tail_started: bool = False
 
     @property
     def repo(self) -> _Repo:
@@ -192,23 +227,29 @@ class _FillWork:
 
     @property
     def nodes(self) -> int:
-        f = self.fill
-        return (f.labels.first if f.labels else 0) + (f.comments.first if f.comments else 0)
+        return self.fill.nodes
 
     @property
     def depth(self) -> int:
         """Dependent rounds left for this thread (a discussion's replies come one round after its comments)."""
         f = self.fill
         reply_round = 1 if f.kind == "discussion" and f.comments is not None else 0
-        return max(_pages(self.labels_left, f.labels), _pages(self.comments_left, f.comments) + reply_round)
+        comment_rounds = _pages(self.comments_left, f.comments)
+        if f.tail is not None and self.comments_left is not None:
+            # each round reads 100 from each end; the last one needs an overlap of one comment
+            comment_rounds = max(1, math.ceil((self.comments_left + 1) / (2 * Q.PAGE)))
+        return max(_pages(self.labels_left, f.labels), comment_rounds + reply_round)
 
     @property
     def bound(self) -> int:
         """Most follow-up requests its answer can add (a discussion comment page: one reply page per comment)."""
         f = self.fill
         out = _more(self.labels_left, f.labels) + _more(self.comments_left, f.comments)
+        if f.tail is not None:
+            out += 1
         if f.kind == "discussion" and f.comments is not None:
-            out += f.comments.first if self.comments_left is None else min(f.comments.first, self.comments_left)
+            per_round = f.comments.first + (f.tail.last if f.tail else 0)
+            out += per_round if self.comments_left is None else min(per_round, self.comments_left)
         return out
 
 
@@ -291,6 +332,8 @@ class _Batch:
     lists: list[list[_List]] = field(default_factory=list)
     fills: list[list[_FillWork]] = field(default_factory=list)
     replies: list[_ReplyWork] = field(default_factory=list)
+    #: Sent before it was full by rule (d) of the module doc.
+    early: bool = False
 
     def block(self, repo: _Repo) -> int:
         for i, r in enumerate(self.repos):
@@ -371,8 +414,9 @@ class Scheduler:
     """Mine ``repos`` (``(requested, name)`` pairs) over one :class:`GraphQLClient`; see the module doc."""
 
     def __init__(self, store: Store, gh: GraphQLClient, repos: Sequence[tuple[str, str]], kinds: Sequence[str],
-                 *, concurrency: int) -> None:
+                 *, concurrency: int, max_active: int = MAX_ACTIVE) -> None:
         self.store = store
+        self.max_active = max(1, max_active)
         self.gh = gh
         self.kinds = tuple(kinds)
         self.concurrency = max(1, concurrency)
@@ -383,6 +427,8 @@ class Scheduler:
         self.node_budget = NODE_BUDGET
         #: Sum of :meth:`_Batch.bound` over the queries in flight.
         self.inflight_bound = 0
+        #: Queries in flight sent early by rule (d) (at most one).
+        self.early_inflight = 0
         self.results: list[RepoResult] = []
         #: Called after each repository's result is appended (the caller records it at once).
         self.on_result: Callable[[], None] | None = None
@@ -416,7 +462,7 @@ class Scheduler:
         kinds, ``totalCount``), one round trip sooner."""
         want = max(LIST_BURST_NODES, LIST_NODES * self.concurrency)
         ready = sum(lst.next_first() for ls in self._ready_lists() for lst in ls)
-        while self.waiting and len(self.active) < MAX_ACTIVE and ready < want:
+        while self.waiting and len(self.active) < self.max_active and ready < want:
             repo = self.waiting.popleft()
             if repo.name.lower() in self.by_name:
                 self._duplicate(repo, self.by_name[repo.name.lower()].name)
@@ -467,11 +513,17 @@ class Scheduler:
         if requests == 0:
             return None
         full = requests >= Q.QUERY_REQUESTS - 1 or nodes >= self.node_budget * 0.9 or bool(self.work)
+        early = False
         if not full and inflight:
-            tail = not self._lists_open() and self.work.requests + requests + self.inflight_bound < Q.QUERY_REQUESTS
-            if not (any(batch.lists) or tail):
+            lists_read = not self._lists_open()
+            tail = lists_read and self.work.requests + requests + self.inflight_bound < Q.QUERY_REQUESTS
+            # (d) the run's last chains: once every list is read, a chain that needs more rounds after this
+            # one goes now rather than waiting to share a query; one such query in flight at a time
+            early = lists_read and not self.early_inflight and any(w.depth >= 2 for w in took)
+            if not (any(batch.lists) or tail or early):
                 self.work.push_front(took)
                 return None
+        batch.early = early and not any(batch.lists)
         for w in took:
             batch.add(w)
         for ls in batch.lists:
@@ -509,10 +561,12 @@ class Scheduler:
     async def _dispatch(self, batch: _Batch) -> None:
         bound = batch.bound()
         self.inflight_bound += bound
+        self.early_inflight += batch.early
         try:
             await self._run(batch)
         finally:
             self.inflight_bound -= bound
+            self.early_inflight -= batch.early
 
     async def _run(self, batch: _Batch) -> None:
         plan = batch.plan()
@@ -554,8 +608,10 @@ class Scheduler:
                 f = w.fill
                 lab = f.labels and replace(f.labels, first=max(Q.MIN_PAGE, f.labels.first // 2))
                 com = f.comments and replace(f.comments, first=max(Q.MIN_PAGE, f.comments.first // 2))
-                smaller = smaller or lab != f.labels or com != f.comments
-                w.fill = replace(f, labels=lab, comments=com)
+                smaller = smaller or lab != f.labels or com != f.comments or f.tail is not None
+                if f.tail is not None:  # lighter: forwards only from here
+                    w.both_ends = False
+                w.fill = replace(f, labels=lab, comments=com, tail=None)
             else:
                 p = w.replies.page
                 smaller = smaller or p.first > Q.MIN_PAGE
@@ -658,8 +714,9 @@ class Scheduler:
                         high_water=later(lst.hw, lst.run_hw) if done else lst.hw,
                         run_high_water=None if done else lst.run_hw, complete=done, page_size=lst.page_size)
         page = _Page(lst, [], cp)
+        stored = self._stored_updated(repo.name, lst.kind, keep)
         for n in keep:
-            if self._unchanged(repo.name, lst.kind, n):
+            if _same_time(stored.get(int(n["number"])), n.get("updatedAt")):
                 repo.upserts = repo.upserts + UpsertCounts(unchanged=1)
                 continue
             d = _Draft(n)
@@ -668,16 +725,28 @@ class Scheduler:
             comments = _maybe_some(n.get("comments"))
             if labels or comments:
                 page.open += 1
-                fill = Q.Fill(lst.kind, int(n["number"]), Q.Page() if labels else None, Q.Page() if comments else None)
-                self.work.push(_FillWork(page, d, fill, _total(n.get("labels")), _total(n.get("comments"))))
+                total = _total(n.get("comments"))
+                tail = Q.TailPage(None, min(Q.PAGE, total - Q.PAGE + 1)) if total and total > BOTH_ENDS else None
+                fill = Q.Fill(lst.kind, int(n["number"]), Q.Page() if labels else None,
+                              Q.Page() if comments else None, tail)
+                self.work.push(_FillWork(page, d, fill, _total(n.get("labels")), total))
         lst.pages.append(page)
         lst.cursor = end
         lst.exhausted = done
 
-    def _unchanged(self, repo: str, kind: str, node: dict[str, Any]) -> bool:
-        """The stored copy has the same ``updatedAt`` (GitHub bumps it on every new comment)."""
-        rows = self.store.query("SELECT updated_at FROM threads WHERE id=?", (thread_id(repo, node["number"], kind),))
-        return bool(rows) and parse_time(rows[0][0]) == parse_time(node["updatedAt"])
+    def _stored_updated(self, repo: str, kind: str, nodes: list[dict[str, Any]]) -> dict[int, str]:
+        """``updated_at`` of the listed threads already stored, by number (one query per list page).
+
+        A stored thread with the same ``updatedAt`` is unchanged (GitHub bumps it on every new comment)."""
+        ids = {thread_id(repo, int(n["number"]), kind): int(n["number"]) for n in nodes}
+        out: dict[int, str] = {}
+        keys = list(ids)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            rows = self.store.query(f"SELECT id, updated_at FROM threads WHERE id IN ({','.join('?' * len(chunk))})",
+                                    tuple(chunk))
+            out.update({ids[r[0]]: r[1] for r in rows})
+        return out
 
     def _missing(self, w: _Work, error: str | None, what: str) -> None:
         """A follow-up came back empty: gone for good (NOT_FOUND) or retried a few times."""
@@ -691,6 +760,12 @@ class Scheduler:
 
     def _take_fill(self, w: _FillWork, obj: dict[str, Any] | None, error: str | None) -> None:
         page, d, f = w.page, w.draft, w.fill
+        if obj is None and f.tail is not None and error != "NOT_FOUND":
+            # a server that cannot page backwards: the same fill again, forwards only (not a failed try)
+            w.both_ends = False
+            w.fill = replace(f, tail=None)
+            self.work.push(w)
+            return
         if obj is None:
             self._missing(w, error, f"{w.repo.name}#{f.number}")
             if error == "NOT_FOUND":  # deleted or transferred since it was listed: not stored
@@ -704,22 +779,84 @@ class Scheduler:
             d.labels.extend(got)
             w.labels_left = _less(w.labels_left, len(got))
             labels = _next(conn, f.labels)
+        tail = None
         if f.comments is not None:
-            conn = obj.get("comments") or {}
-            nodes = conn.get("nodes") or []
-            for c in nodes:
-                cd = _CommentDraft(c)
-                d.comments.append(cd)
-                if f.kind == "discussion" and _maybe_some(c.get("replies")):
-                    page.open += 1
-                    self.work.push(_ReplyWork(page, cd, Q.Replies(c["id"]), _total(c.get("replies"))))
-            w.comments_left = _less(w.comments_left, len(nodes))
-            comments = _next(conn, f.comments)
+            comments, tail = self._take_comments(w, obj)
         if labels or comments:
-            w.fill = Q.Fill(f.kind, f.number, labels, comments)
+            w.fill = Q.Fill(f.kind, f.number, labels, comments, tail)
             self.work.push(w)
         else:
             page.open -= 1
+
+    def _comment(self, w: _FillWork, c: dict[str, Any]) -> tuple[_CommentDraft, bool]:
+        """The draft of comment ``c`` (new or already fetched from the other end) and whether it is new."""
+        d = w.draft
+        key = str(c.get("id"))
+        cd = d.by_id.get(key)
+        if cd is not None:
+            return cd, False
+        cd = d.by_id[key] = _CommentDraft(c)
+        if w.fill.kind == "discussion" and _maybe_some(c.get("replies")):
+            w.page.open += 1
+            self.work.push(_ReplyWork(w.page, cd, Q.Replies(c["id"]), _total(c.get("replies"))))
+        return cd, True
+
+    def _take_comments(self, w: _FillWork, obj: dict[str, Any]) -> tuple[Q.Page | None, Q.TailPage | None]:
+        """Absorb a forward page of comments (and the backward one, if asked); the next pages, (None, None) when done.
+
+        Forward pages alone are authoritative: the thread is complete when they reach the end. With
+        a tail, it is also complete when a forward page and the tail share a comment (both ends met):
+        comments are only ever appended, so the two cover everything between. A tail that does not
+        behave like a backward page (no ``hasPreviousPage`` while not reaching the start, or the same
+        first comment as the forward pages) is distrusted: the thread goes on forwards only."""
+        f, d = w.fill, w.draft
+        assert f.comments is not None
+        conn = obj.get("comments") or {}
+        new_fwd = []
+        for c in [c for c in conn.get("nodes") or [] if isinstance(c, dict)]:
+            cd, _new = self._comment(w, c)
+            d.comments.append(cd)
+            new_fwd.append(cd)
+        total = _total(conn)
+        met = False
+        if f.tail is not None:
+            tconn = obj.get("ct") or {}
+            tnodes = [c for c in tconn.get("nodes") or [] if isinstance(c, dict)]
+            info = tconn.get("pageInfo") or {}
+            total = total if total is not None else _total(tconn)
+            first_round = not w.tail_started
+            at_start = info.get("hasPreviousPage") is not True
+            if first_round and tnodes and (
+                    (at_start and (total is None or len(tnodes) < total))
+                    or (d.comments and str(tnodes[0].get("id")) == str(d.comments[0].node.get("id")))):
+                w.both_ends = False
+            if w.both_ends:
+                chunk = [self._comment(w, c)[0] for c in tnodes]
+                tail_ids = {id(c) for c in d.tail}
+                d.tail[:0] = [c for c in chunk if id(c) not in tail_ids]
+                w.tail_started = True
+                w.tail_before = None if at_start else info.get("startCursor")
+                if not at_start and not w.tail_before:
+                    w.both_ends = False
+            else:
+                for c in tnodes:  # keep what came (replies already queued); forward pages will place it
+                    self._comment(w, c)
+        if w.both_ends and d.tail:
+            tail = {id(c) for c in d.tail}
+            met = any(id(c) in tail for c in new_fwd) or (bool(d.comments) and id(d.comments[-1]) in tail)
+        if total is not None:
+            w.comments_left = max(0, total - len(d.by_id))
+        else:
+            w.comments_left = _less(w.comments_left, len(new_fwd))
+        nxt = _next(conn, f.comments)
+        if nxt is None or met:
+            return None, None
+        tail_page = None
+        if w.both_ends and w.tail_started and w.tail_before and w.comments_left is not None:
+            tail_page = _tail_for(w.comments_left)
+            if tail_page is not None:
+                tail_page = replace(tail_page, before=w.tail_before)
+        return nxt, tail_page
 
     def _take_replies(self, w: _ReplyWork, obj: dict[str, Any] | None, error: str | None) -> None:
         if obj is None:
@@ -791,6 +928,10 @@ def _round_points(repo: _Repo) -> int:
     return max(1, round(repo.points)) if repo.requests else 0
 
 
+def _same_time(stored: str | None, listed: Any) -> bool:
+    return stored is not None and isinstance(listed, str) and parse_time(stored) == parse_time(listed)
+
+
 def _next(conn: dict[str, Any], page: Q.Page) -> Q.Page | None:
     info = conn.get("pageInfo") or {}
     if info.get("hasNextPage") and info.get("endCursor"):
@@ -801,7 +942,7 @@ def _next(conn: dict[str, Any], page: Q.Page) -> Q.Page | None:
 def _thread(repo: str, kind: str, d: _Draft) -> Thread:
     node = dict(d.node)
     node["labels"] = {"nodes": [{"name": n} for n in d.labels]}
-    comments = [comment_from_gql(c.node, [comment_from_gql(r) for r in c.replies]) for c in d.comments]
+    comments = [comment_from_gql(c.node, [comment_from_gql(r) for r in c.replies]) for c in d.all_comments()]
     return thread_from_gql(repo, kind, node, comments)
 
 

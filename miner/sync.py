@@ -126,7 +126,7 @@ async def mine_async(store: Store, repos: list[str], *, url: str, tokens: list[S
         for _requested, name in pairs:
             store.set_repo_status(name, "pending", threads=None)
         async with GraphQLClient(url, pool, settings) as gh:
-            sched = Scheduler(store, gh, pairs, kinds, concurrency=gh.capacity)
+            sched = Scheduler(store, gh, pairs, kinds, concurrency=gh.capacity, max_active=settings.repos_at_once)
             seen = 0
 
             def progress() -> None:

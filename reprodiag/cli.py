@@ -404,11 +404,12 @@ def export(
 def bench_mine(
     threads: Annotated[int, typer.Option(min=10, help="Synthetic threads in total.")] = 3000,
     latency_ms: Annotated[float, typer.Option(min=0)] = 100.0,
+    repeats: Annotated[int, typer.Option(min=1, help="Runs per GraphQL configuration (median wall time).")] = 3,
 ) -> None:
     """GraphQL vs REST budget and wall time against the fake GitHub. Example: reprodiag bench mine"""
     from miner.bench import run_bench
 
-    _report(run_bench(threads=threads, latency_ms=latency_ms))
+    _report(run_bench(threads=threads, latency_ms=latency_ms, repeats=repeats))
 
 
 @bench_app.command("extract")

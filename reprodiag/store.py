@@ -11,6 +11,7 @@ page of threads together with the sync checkpoint that points past it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -26,7 +27,6 @@ from reprodiag.schema import (
     Record,
     Thread,
     Verdict,
-    content_hash,
 )
 
 DB_NAME = "reprodiag.sqlite"
@@ -307,7 +307,8 @@ class Store:
         with self.transaction() as c:
             for t in threads:
                 doc = t.model_dump(mode="json")
-                h = content_hash(doc)
+                raw = _dumps(doc)  # field order is the model's: canonical without sorting
+                h = hashlib.sha256(raw.encode("utf-8")).hexdigest()
                 tid = t.id
                 row = c.execute("SELECT updated_at, content_hash FROM threads WHERE id=?", (tid,)).fetchone()
                 if row is not None:
@@ -321,7 +322,7 @@ class Store:
                     "INSERT INTO threads(id, repo, number, kind, state, created_at, updated_at, content_hash, doc)"
                     " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET state=excluded.state,"
                     " updated_at=excluded.updated_at, content_hash=excluded.content_hash, doc=excluded.doc",
-                    (tid, t.repo, t.number, t.kind, t.state, doc["created_at"], doc["updated_at"], h, _dumps(doc)),
+                    (tid, t.repo, t.number, t.kind, t.state, doc["created_at"], doc["updated_at"], h, raw),
                 )
                 if row is None:
                     ins += 1

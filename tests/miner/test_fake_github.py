@@ -71,3 +71,35 @@ def test_fake_in_its_own_process_serves_and_counts(corpus, tmp_path) -> None:  #
     proc = subprocess.run([sys.executable, "-m", "miner.fake_github", "--corpus", str(bad)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "line 1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_fake_with_worker_processes_answers_like_the_serving_thread(corpus, tmp_path) -> None:  # noqa: ANN001
+    """``--workers``: queries run in forked processes; budgets, rateLimit figures and rejections stay exact."""
+    from miner.fake_process import FakeGitHubProcess
+    from miner.graphql_client import ClientSettings
+    from miner.sync import run_mine
+    from reprodiag.config import Secret
+    from reprodiag.store import Store
+    from tests.miner.test_sync import assert_same_corpus
+
+    repo = next(iter(corpus.repos_meta))
+    owner, name = repo.split("/")
+    q = ("query { rl: rateLimit { left: remaining cost used } ...R } fragment R on Query { repository(owner: \""
+         + owner + "\", name: \"" + name + "\") { issues(first: 3) { nodes { number title } } } }")
+    with FakeGitHubThread(corpus.threads, corpus.repos_meta, tokens=TOKENS) as inproc:
+        _s, want = _post(inproc.url, q, TOKENS[0])
+    with FakeGitHubProcess(corpus.threads, corpus.repos_meta, tokens=TOKENS, workers=2) as srv:
+        answers = [_post(srv.url, q, TOKENS[0])[1] for _ in range(3)]
+        status, bad = _post(srv.url, "{ rateLimit { bogus } }", TOKENS[0])
+        store = Store(tmp_path / "ws")
+        report = run_mine(store, repos=list(corpus.repos_meta), api="graphql", api_url=srv.url, token_file=None,
+                          include_prs=True, include_discussions=True, concurrency=4,
+                          tokens=[Secret(t, f"token #{i}") for i, t in enumerate(TOKENS, start=1)],
+                          settings=ClientSettings(concurrency=4, floor=0, backoff_s=0.01))
+        stats = srv.stats()
+    assert answers[0]["data"]["repository"] == want["data"]["repository"]
+    left = [a["data"]["rl"]["left"] for a in answers]
+    assert left == [4999, 4998, 4997] and answers[2]["data"]["rl"] == {"left": 4997, "cost": 1, "used": 3}
+    assert status == 200 and bad["errors"][0]["type"] == "INVALID_QUERY" and stats["invalid_queries"] == 1
+    assert report.counts["failed"] == 0 and stats["total_points"] == report.counts["points"] + 3
+    assert_same_corpus(store, corpus.threads)

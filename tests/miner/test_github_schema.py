@@ -12,8 +12,9 @@ from tests.conftest import SHARED_SCHEMA
 
 def _full_plan() -> Q.Plan:
     """Every kind of item the miner sends, with odd names and cursors, at exactly 149 requests."""
-    fills = tuple(Q.Fill(k, i, Q.Page() if i % 3 else None, Q.Page("eA==" if i % 2 else None, 100 - i % 7))
-                  for i, k in enumerate(["issue", "pull_request", "discussion"] * 28, start=1))
+    fills = tuple(Q.Fill(k, i, Q.Page() if i % 3 else None, Q.Page("eA==" if i % 2 else None, 100 - i % 7),
+                         Q.TailPage("eQ==" if i % 4 else None, 100 - i % 5) if i % 5 == 0 else None)
+                  for i, k in enumerate(["issue", "pull_request", "discussion"] * 24, start=1))
     lists = (Q.ListSeg("issue", 100, None, "2020-01-01T00:00:00Z"), Q.ListSeg("pull_request", 7, "Y3Vyc29y"),
              Q.ListSeg("discussion", 100))
     blocks = (Q.RepoBlock("a", 'we"ird', lists, fills[:40]), Q.RepoBlock("c-d", "e.f", (), fills[40:]))
@@ -73,7 +74,9 @@ def test_plan_cost_equals_githubs_formula_on_random_plans() -> None:
         for b in range(rng.randint(0, 4)):
             lists = tuple(Q.ListSeg(k, rng.randint(1, 100), rng.choice([None, "eA=="]), rng.choice([None, "2021-01-01"]))
                           for k in rng.sample(kinds, rng.randint(0, 3)))
-            fills = [Q.Fill(rng.choice(kinds), rng.randint(1, 10**6), page(), page()) for _ in range(rng.randint(0, 60))]
+            fills = [Q.Fill(rng.choice(kinds), rng.randint(1, 10**6), page(), page(),
+                            rng.choice([None, Q.TailPage(), Q.TailPage("eA==", rng.randint(1, 100))]))
+                     for _ in range(rng.randint(0, 60))]
             blocks.append(Q.RepoBlock(f"o{b}", f"n{b}", lists, tuple(f for f in fills if f.requests)))
         replies = tuple(Q.Replies(f"DC_{i}", Q.Page(rng.choice([None, "eA=="]), rng.randint(1, 100)))
                         for i in range(rng.randint(0 if blocks else 1, 80)))

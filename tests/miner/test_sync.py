@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -87,7 +88,9 @@ def test_502_on_heavy_queries_splits_them_and_learns_the_limit(store: Store, cor
         answered = srv.state.stats.graphql_requests - heavy
     assert heavy >= 1 and report.counts["page_halvings"] >= 1 and report.counts["failed"] == 0
     assert_same_corpus(store, corpus.threads)
-    assert heavy <= answered / 2  # after the first timeouts, later queries stay under the learnt weight
+    # only what was in flight when the limit was learnt (and its first split) times out: later queries
+    # stay under the learnt weight (without learning, every packed query would time out first)
+    assert heavy <= 2 * FAST.concurrency < answered
 
 
 def test_502_on_a_single_list_page_halves_it_and_remembers_it(store: Store, corpus) -> None:  # noqa: ANN001
@@ -321,3 +324,54 @@ def test_packed_queries_cost_close_to_the_minimum(store: Store, corpus) -> None:
         points = srv.state.stats_doc()["total_points"]
     assert_same_corpus(store, corpus.threads)
     assert points <= math.ceil(needed / 149) + 5, (points, needed)
+
+
+def _long_threads(counts: list[int], kind: str = "issue", replies_every: int = 0) -> list[Thread]:
+    t0 = datetime(2024, 6, 1, tzinfo=UTC)
+    out = []
+    for n, total in enumerate(counts, start=1):
+        prefix = "DC" if kind == "discussion" else "IC"
+        comments = [Comment(id=f"{prefix}_{n}_{i}", body=f"comment {i} of {total}", created_at=t0 + timedelta(minutes=i),
+                            replies=[Comment(id=f"DC_{n}_{i}_r{k}", body=f"reply {k}", created_at=t0 + timedelta(
+                                minutes=i, seconds=k + 1)) for k in range(2)]
+                            if replies_every and i % replies_every == 0 else [])
+                    for i in range(total)]
+        out.append(Thread(repo="long/threads", number=n, kind=kind, url=f"u{n}", state="open", created_at=t0,
+                          updated_at=t0 + timedelta(days=n), category="Q&A" if kind == "discussion" else None,
+                          comments=comments))
+    return out
+
+
+def test_long_comment_lists_are_read_from_both_ends_in_fewer_rounds(store: Store) -> None:
+    """101, 250 and 420 comments: forwards only needs 5 dependent fill rounds (420 / 100); from both ends
+    3 (100+100, then 100+100 with the middle, then the last 100 forwards), for the same requests."""
+    threads = _long_threads([101, 250, 420])
+    one_at_a_time = ClientSettings(concurrency=1, floor=0, max_attempts=4, backoff_s=0.01, backoff_max_s=0.05)
+    with FakeGitHubThread(threads) as srv:
+        mine(store, srv.url, ["long/threads"], prs=False, discussions=False, settings=one_at_a_time)
+        queries = srv.state.stats.graphql_requests
+        sent = list(srv.state.stats.queries)
+    assert_same_corpus(store, threads)
+    assert queries == 1 + 3  # the list, then three rounds of fills
+    assert any("ct: comments(last: 2)" in q for q in sent)  # 101 comments: the tail overlaps the head by one
+    assert any("before:" in q for q in sent)
+
+
+def test_discussion_read_from_both_ends_fetches_each_reply_once(store: Store) -> None:
+    threads = _long_threads([260], kind="discussion", replies_every=7)
+    with FakeGitHubThread(threads) as srv:
+        mine(store, srv.url, ["long/threads"], prs=False)
+        sent = list(srv.state.stats.queries)
+    assert_same_corpus(store, threads)
+    asked = [cid for q in sent for cid in re.findall(r'node\(id: "([^"]+)"\)', q)]
+    assert asked and len(asked) == len(set(asked)) == sum(1 for c in threads[0].comments if c.replies)
+
+
+def test_server_that_cannot_page_backwards_still_gives_every_comment(store: Store) -> None:
+    """A server that ignores ``last``/``before`` answers the first comments for the tail: the miner notices
+    (no previous page, same first comment) and reads the thread forwards only."""
+    threads = _long_threads([150, 330])
+    with FakeGitHubThread(threads, faults=Faults(forward_only=True)) as srv:
+        report = mine(store, srv.url, ["long/threads"], prs=False, discussions=False)
+    assert report.counts["failed"] == 0
+    assert_same_corpus(store, threads)
