@@ -492,7 +492,8 @@ class FakeGitHub:
             _WORKER_GRAPH = self.graph  # inherited by the forked workers
             gc.collect()
             gc.freeze()  # the corpus and schema stay shared with the workers (no copy-on-write from the GC)
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                             initializer=_worker_init)
             loop = asyncio.get_running_loop()
             await asyncio.gather(*(loop.run_in_executor(self._pool, _warm) for _ in range(self.workers)))
         self._runner = web.AppRunner(self.app(), access_log=None)
@@ -838,6 +839,11 @@ def _execute(graph: _Graph, doc: DocumentNode, variables: dict[str, Any], rate: 
 
 #: The corpus resolvers of the worker processes (set in the server before it forks them).
 _WORKER_GRAPH: _Graph | None = None
+
+
+def _worker_init() -> None:
+    """A worker's answers are trees of fresh dicts freed by reference counting: collect cycles rarely."""
+    gc.set_threshold(100_000, 50, 100)
 
 
 def _warm() -> None:

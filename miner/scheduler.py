@@ -693,16 +693,16 @@ class Scheduler:
             return
         nodes = [n for n in (conn.get("nodes") or []) if isinstance(n, dict)]
         keep, stop = nodes, False
-        if lst.kind == "issue":
-            for n in nodes:
-                lst.run_hw = later(lst.run_hw, n["updatedAt"])
-        else:
-            if lst.cursor is None and nodes:
-                lst.run_hw = nodes[0]["updatedAt"]
-            if lst.hw:
-                cut = parse_time(lst.hw)
-                keep = [n for n in nodes if parse_time(n["updatedAt"]) >= cut]  # type: ignore[operator]
-                stop = len(keep) < len(nodes)
+        for n in nodes:
+            lst.run_hw = later(lst.run_hw, n["updatedAt"])
+        if lst.kind != "issue" and lst.hw:
+            # newest first: the first thread older than the high-water mark ends the pass (a server that
+            # ignores orderBy is read to the end instead: nothing older is kept, nothing newer is missed)
+            cut = parse_time(lst.hw)
+            times = [parse_time(n["updatedAt"]) for n in nodes]
+            keep = [n for n, t in zip(nodes, times, strict=True) if t >= cut]  # type: ignore[operator]
+            newest_first = all(a >= b for a, b in zip(times, times[1:], strict=False))  # type: ignore[operator]
+            stop = newest_first and len(keep) < len(nodes)
         info = conn.get("pageInfo") or {}
         done = stop or not info.get("hasNextPage")
         end = info.get("endCursor") or lst.cursor
