@@ -40,6 +40,8 @@ _ZH: tuple[tuple[str, str], ...] = (
     ("版本", " version "), ("升级", " upgrade "), ("降级", " downgrade "), ("默认值", " default value "),
     ("默认", " default "), ("框架", " framework "), ("超参数", " hyperparameters "), ("超参", " hyperparameters "),
     ("轮数", " epochs "), ("迭代次数", " iterations "), ("权重衰减", " weight decay "), ("优化器", " optimizer "),
+    ("阈值", " threshold "), ("距离", " distance "), ("切句", " sentence split "), ("分句", " sentence split "),
+    ("换行", " newline "), ("句子级", " sentence level "), ("摘要级", " summary level "),
     ("因为", " because "), ("由于", " because "), ("所以", " so "),
 )
 
@@ -150,8 +152,14 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept("dataset_version", (_D,), r"dataset version|version of (?:the )?data\w*|data\w* (?:year|release|v\d)"
             r"|(?:voc|coco|imagenet|squad|glue|wmt|cityscapes|kitti)\s?(?:20)?\d\d\b|\b20\d\d (?:split|release|version)"
             r"|(?:new|old)\w* (?:version|release) of (?:the )?data", "dataset version / year"),
-    Concept("split", (_D,), r"(?<!compound )\bsplits?\b|train ?val|\bdev set|validation set|\bval(?:idation)? split|test set"
-            r"|\bval set|held out|trainval|\btest dev\b", "which data split (train/val/test)"),
+    Concept("split", (_D,), r"(?<!compound )(?<!sentence )\bsplits?\b|train ?val|\bdev set|validation set|\bval(?:idation)? split"
+            r"|test set|\bval set|held out|trainval|\btest dev\b|\b(?:test|dev) (?:clean|other)\b"
+            r"|(?:combin\w*|union|mix\w*|merg\w*) (?:of )?(?:the )?(?:\w+ ){0,3}(?:test|dev|val\w*) (?:sets?|splits?|clean|other)",
+            "which data split (train/val/test)"),
+    Concept("train_data", (_D,), r"train\w* (?:on|with) (?:a |the )?(?:different|another|other|wrong) (?:data ?set|data|corpus)"
+            r"|training ?set mismatch|train\w* ?/ ?test\w* (?:data ?set |data )?mismatch|(?:trained|training) on \w+(?: \w+)? and "
+            r"(?:only )?test\w* on|train\w* (?:data ?set|set|data) (?:differ\w*|mismatch)",
+            "which dataset the model was trained on"),
     Concept("preprocess", (_D,), r"\bpreprocess\b|resiz\w*|\bcrop\w*|resolution|image size|input size|\baugment\b"
             r"|color jitter|mixup|cutmix|randaug\w*|autoaug\w*|interpolation|max (?:sequence|seq|input) length|down ?sampl\w*|antialias\w*"
             r"|truncat\w*|padding", "input preprocessing / augmentation"),
@@ -179,6 +187,13 @@ CONCEPTS: tuple[Concept, ...] = (
             r"|how (?:the )?(?:metric|score) is (?:computed|calculated)|\bap ?50\b|\bmap@|inception (?:feature|network|"
             r"weights|model)|fid (?:computation|implementation|reference|statistics|stats)|clean ?fid|torchmetrics"
             r"|\bbleu\b.{0,20}\bvs\b|eval\w* (?:on|at) (?:the )?(?:original|full)", "metric implementation / version"),
+    Concept("metric_threshold", (_E,), r"(?:distance|matching|f ?score|f1|recall|precision) threshold"
+            r"|threshold (?:\w+ ){0,3}(?:f ?score|f1|metric|distance|matching)", "threshold inside the metric definition"),
+    Concept("summary_level", (_E,), r"rouge ?l ?sum|summary ?level|sentence ?level rouge|rouge ?l (?:\w+ ){0,3}sentence"
+            r"|sentence split\w*|split\w* (?:\w+ ){0,2}(?:into )?sentences|newline", "summary-level vs sentence-level ROUGE-L"),
+    Concept("answer_normalization", (_E,), r"(?:answer|text|string|prediction)s?(?: \w+){0,3} normaliz\b"
+            r"|\bnormaliz\b (?:\w+ )?(?:answer|text|string|prediction)s?|remov\w* (?:of )?(?:the )?(?:articles|punctuation)"
+            r"|(?:articles?|punctuation) (?:removal|stripping|handling)", "answer normalization before matching"),
     Concept("tta", (_E,), r"\btta\b|multi ?crop|ten ?crop|10 ?crop|flip\w* (?:at )?test|multi ?scale (?:test|eval|"
             r"infer)|ensembl\w*|center crop at test|(?:multiple|several|many) crops|crops at test|\btest time\b", "test-time augmentation / ensembling"),
     Concept("checkpoint", (_E, _H), r"\bcheckpoint\b|best (?:epoch|model|ckpt)|last (?:epoch|model)|\bema\b"

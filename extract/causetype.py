@@ -25,6 +25,7 @@ from extract.cues import (
     LIBRARY_CHANGE,
     NEGATED_LEFT,
     NEGATED_RIGHT,
+    PAPER_ERROR,
     REFUTE,
     TEST_TIME,
     TYPE_ORDER,
@@ -122,6 +123,17 @@ def decide_type(ps: list[Post], roles: dict[int, float]) -> TypeDecision:
             if g > 0 and (t not in best or g > best[t][0]):
                 best[t] = (g, q, cid)
     top = max(TYPE_ORDER, key=lambda t: (scores[t], -TYPE_ORDER.index(t)))
+    # a maintainer (or a confirmed reply) says the paper's number is wrong or the code changed since: "other"
+    for p in ps:
+        if p.is_bot or p.index == 0 or not (p.is_maintainer or roles.get(p.index, 0.0) >= 2.5):
+            continue
+        if not PAPER_ERROR.search(strip_code(p.body[:POST_CHARS]).lower()):
+            continue
+        # "a mistake in the paper in tokenizing punctuation" names a type: that type is the cause
+        hit = next((x for x in sentences(p.body[:POST_CHARS], p.comment_id) if PAPER_ERROR.search(x.text.lower())
+                    and not any(v > 0 for v in cause_scores(x.text.lower()).values())), None)
+        if hit is not None:
+            return TypeDecision("other", hit.text, p.comment_id, scores)
     if scores[top] < MIN_SCORE or top not in best:
         return TypeDecision("other", None, None, scores)
     _, quote, cid = best[top]

@@ -49,7 +49,8 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
            r"momentum|\badam\w*|\bsgd\b|\blamb\b|\blars\b|(?:lr|learning rate) (?:schedul\w*|decay|policy)|"
            r"(?:cosine|linear|step|poly(?:nomial)?|exponential) (?:lr |learning rate )?(?:schedul\w*|decay|"
            r"annealing)|\bschedul(?:e|er)\b|\bepochs?\b|training (?:steps|iterations|length|schedule|budget)|"
-           r"train(?:ed|ing)? (?:longer|for longer|shorter)|\bmax[_ ](?:steps|iters?|epochs)|\bnum[_ ](?:steps|epochs|"
+           r"train(?:ed|ing)? (?:longer|for longer|shorter)|not (?:fully |yet )?(?:converged|trained long enough)|"
+           r"under-?trained|how long (?:did you|have you) train\w*|训练(?:了)?多久|训练(?:还)?不充分|没有?收敛|\d+\s?轮|\bmax[_ ](?:steps|iters?|epochs)|\bnum[_ ](?:steps|epochs|"
            r"iters?|train_epochs)|number of (?:steps|epochs|iterations|updates|training steps)|hyper-?param\w*|"
            r"label[ _-]smoothing|dropout|temperature|\bema[ _-](?:decay|rate|momentum)|gradient (?:clipping|norm)|"
            r"clip[ _-]?(?:grad|norm)\w*|linear(?:ly)? scal\w*|scal(?:e|ed|ing) (?:the )?(?:lr|learning rate)|"
@@ -74,7 +75,8 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
            r"newer|older|other|original|full|clean) (?:version of the )?(?:data|dataset|split|annotations|corpus)\b|"
            r"synthetic (?:data|images|only)|real data|data ?loader|(?:input|image|crop) (?:size|resolution)|"
            r"\bresiz\w*|\bcrop(?:s|ping|ped)?\b|sampl(?:ing|e) rate|speed perturb\w*|\bcmvn\b|feature extraction|"
-           r"text normali[sz]\w*|lower-?cas\w*|\bcorpus\b|\bdatasets?\b|\bv\d+(?:\.\d+)? (?:of )?(?:the )?(?:data|"
+           r"text normali[sz]\w*|lower-?cas\w*|\bcorpus\b|(?:combined|merged|mixed|union of)(?: the)? (?:\w+ ){0,3}"
+           r"(?:sets|splits|subsets)\b|\b(?:test|dev)[-_ ](?:clean|other)\b|\bdatasets?\b|\bv\d+(?:\.\d+)? (?:of )?(?:the )?(?:data|"
            r"dataset|split|annotations)|数据集|数据版本|预处理|归一化|数据增强|划分|标注|分词|词表|训练集|验证集|"
            r"采样率|清洗"),
         _c(r"\bdata\b|\bimages\b|\bsamples\b|\bexamples\b|\bval(?:idation)? set\b|\btest set\b|\blabels?\b|"
@@ -111,6 +113,7 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
            r"iou ?= ?0?\.\d|(?:voc|coco)[- ]?(?:07|2007|12|2012)?[- ](?:style|metric)|11-point|interpolat\w+|"
            r"(?:un)?cased (?:bleu|metric|evaluation|scores?)|(?:word|character|char|token|sentence|frame|video|"
            r"segment|pixel|object|image)[- ]level (?:metric|accuracy|f1|evaluation|score|bleu|map|ap)|"
+           r"(?:handl\w*|tokeni[sz]\w*|normali[sz]\w*|strip\w*|remov\w*) (?:of )?(?:the )?(?:\w+ )?punctuations?|"
            r"评估脚本|评测脚本|评测|评估方式|测试脚本|测试方式|后处理|阈值|指标计算|评价指标|官方评测|计算方式"),
         _c(r"\bevaluat\w*|\bmetrics?\b|\bscoring\b|\bdecod\w*|\bflip\b|multi-scale|\btest set\b|\baliases\b|"
            r"\bprotocol\b|\bscore\b|评估|测试"),
@@ -137,7 +140,9 @@ CAUSE_FAMILIES: tuple[CueFamily, ...] = (
            r"cudnn\.(?:benchmark|deterministic)|use_deterministic_algorithms|sync[ _-]?bn|syncbatchnorm|"
            r"batch ?norm statistics|bn statistics|different (?:gpus?|hardware|machines?|cards?|devices?)|gpu "
            r"(?:type|model|architecture)|\bhardware\b|\batomics?\b|number of gpus|\bfluctuat\w*|\bunstable\b|"
-           r"best of \d|mean (?:vs\.?|versus|instead of|rather than) (?:the )?best|(?:averag\w+|mean) (?:over|of|"
+           r"best of \d|mean (?:vs\.?|versus|instead of|rather than) (?:the )?best|graphics cards?|"
+           r"(?:a800|h800|a100|v100|h100|rtx ?\d{4}|3090|4090) (?:and|vs\.?|versus) (?:the )?(?:a800|h800|a100|v100|h100|"
+           r"rtx ?\d{4}|3090|4090)|不同(?:的)?(?:机器|显卡|设备|卡)|(?:averag\w+|mean) (?:over|of|"
            r"across) (?:\d+ )?(?:seeds|runs)|随机种子|种子|随机性|混合精度|半精度|单精度|波动|方差|显卡型号|硬件|"
            r"不确定"),
         _c(r"\bgpus?\b|\bnoise\b|\bnoisy\b|\bruns\b|\bstd\b|±|\bv100\b|\ba100\b|\bh100\b|显卡"),
@@ -162,9 +167,13 @@ NEGATED_LEFT = re.compile(
     r"(?:\bnot|n't|\bnever|\bno longer|\balready (?:use[ds]?|using|set|tried|checked|have|had)|"
     r"\brule[sd]? out|\bexclude[sd]?)\s+(?:(?:the|a|an|my|our|due to|because of|related to|caused by|about|"
     r"from|with|using|changing|the same)\s+){0,3}$|不是|并非|排除了?")
+#: "the lr was not scaled", "warmup wasn't enabled": the cue describes what went wrong, it is not ruled out.
+_NOT_DONE = (r"(?!\s+(?:\w+\s)?(?:scaled|set|adjusted|changed|enabled|disabled|applied|used|tuned|updated|aligned|"
+             r"specified|reduced|increased|decreased|divided|multiplied|normali[sz]ed|loaded|passed|synced)\b)")
 #: A cue ruled out by the words just after it ("warmup didn't help", "seed is not the issue").
 NEGATED_RIGHT = re.compile(
-    r"^[^.;,]{0,24}?(?:\b(?:is|was|are|were|'s)\s+(?:not|n't|unlikely)|\bisn't|\bwasn't|\baren't|"
+    r"^[^.;,]{0,24}?(?:\b(?:is|was|are|were|'s)\s+(?:(?:not|n't)" + _NOT_DONE + r"|unlikely)|"
+    r"\b(?:isn't|wasn't|aren't)" + _NOT_DONE + r"|"
     r"\b(?:doesn't|does not|didn't|did not|don't|won't)\s+(?:matter|help|change|explain|affect|make)|"
     r"\bmade no\b|\bhad no\b|\bhas no\b|\bno (?:effect|difference|change)|没用|没有影响|没区别|无关)")
 
@@ -178,6 +187,7 @@ CONFIRM = re.compile(
     r"\bthanks?,? (?:it|that|this) (?:works|worked|helped|solved)|\bmatch(?:es)? (?:the )?(?:paper|reported)"
     r"(?: \w+)? now\b|\b(?:got|get) (?:the )?(?:same|expected|reported) (?:results?|numbers?|accuracy|score)|"
     r"\bproblem was\b|\bexplains?\b|\bmakes sense\b|\bi (?:missed|misread|overlooked)\b|\bmy (?:bad|mistake)\b|"
+    r"(?<!not )(?<!n't )\bsolved\s*(?:!|$)|"
     r"解决了|可以了|成功复现|对上了|好了|明白了")
 #: Weaker agreement ("thanks", "closing", "I see"): counts as confirmation when nothing refutes it.
 ACK = re.compile(
@@ -202,3 +212,11 @@ CAUSAL = re.compile(
 FIX = re.compile(
     r"\b(?:set|use|using|change|changing|switch|add|remove|increase|decrease|scale|upgrade|downgrade|pass|"
     r"enable|disable|replace)\b|设置|改成|换成|使用", re.I)
+
+#: The paper's number itself is wrong or came from different code: the type is ``other`` (no setting of the
+#: asker's explains it).
+PAPER_ERROR = re.compile(
+    r"\b(?:the )?(?:paper|table \d+|reported (?:number|result|value)s?) (?:is|was|are|were) (?:\w+ )?(?:incorrect|wrong|"
+    r"mistaken|erroneous)\b|\b(?:typo|mistake|error) in (?:the )?(?:paper|table \d+)\b|"
+    r"\bcode (?:was|has been|is) (?:\w+ )?(?:tweaked|changed|modified|refactored|rewritten) (?:for|since|after)\b|"
+    r"论文(?:中|里)?(?:的)?(?:结果|数字|数值)?(?:有|写)?(?:错|误)")

@@ -46,6 +46,7 @@ class Exchange:
     confirmed: frozenset[int]  # replies the asker confirmed (fully or in part)
     refuted: frozenset[int]  # replies the asker said made no difference
     diagnostic_posts: int  # substantive hypotheses + asker test reports
+    self_diagnosis: int | None = None  # the asker post that names the cause it found itself ("my bad, I had ...")
 
 
 #: A concrete setting: a command-line flag, ``key=value``, or a config file / path in backticks.
@@ -58,6 +59,18 @@ ONE_LINE_CHARS = 200
 LINKED_FIX = re.compile(
     r"\b(?:fixed|resolved|addressed|closed|solved|corrected|patched)\s+(?:\w+\s+)?(?:in|by|via|with|through)\s+"
     r"(?:#\d+|(?:pr|pull request|commit)\s*#?\w+|https://github\.com/[\w.-]+/[\w.-]+/(?:pull|commit)/\w+)", re.I)
+
+
+#: The asker owns up to a cause they found themselves ("my bad", "I see what the problem is", "turns out I ...").
+SELF_FOUND = re.compile(
+    r"\bmy (?:bad|mistake|fault|error)\b|\bi (?:see|found|figured out|realized|realised) (?:what|where|the|my) "
+    r"(?:the )?(?:problem|issue|mistake|bug|reason|cause)|\bturn(?:s|ed) out (?:that )?(?:i|my|we)\b|"
+    r"\bit was my\b|\bi (?:had|have) (?:passed|used|set|put|given|left) (?:the )?wrong\b|原来是我|是我(?:自己)?的问题|"
+    r"我(?:发现|找到)了?(?:问题|原因)")
+
+
+#: A post that ends on a question of its own.
+_ASKS = re.compile(r"\?\s*(?:[^.?!\n]{0,60})$")
 
 
 def one_line_setting(p: Post) -> bool:
@@ -106,7 +119,7 @@ def read_exchange(thread: Thread, ps: list[Post], paper: float | None = None,
                   obtained: float | None = None) -> Exchange:
     """The exchange of ``thread`` (``ps`` = :func:`extract.threadtext.posts`); ``paper``/``obtained`` are the
     symptom values, used to recognise a post-fix number as confirmation."""
-    cause = confirmation = None
+    cause = confirmation = self_found = None
     confirmed: set[int] = set()
     refuted: set[int] = set()
     diagnostic = 0
@@ -121,10 +134,19 @@ def read_exchange(thread: Thread, ps: list[Post], paper: float | None = None,
         if not p.is_asker:
             if p.is_corroboration:
                 continue  # "+1, I get 91.5 too": corroborates the symptom, diagnoses nothing
-            substantive = _has_cause(p) or bool(HYPOTHESIS.search(p.body[:POST_CHARS])) or one_line_setting(p)
+            # a reply that answers the question just before it ("which split?" -> "the random one") counts
+            answers = p.index > 1 and bool(_ASKS.search(strip_code(ps[p.index - 1].body[:POST_CHARS]).strip()[-200:]))
+            substantive = (_has_cause(p) or bool(HYPOTHESIS.search(p.body[:POST_CHARS])) or one_line_setting(p)
+                           or answers)
             if substantive:
                 diagnostic += 1
                 last_reply = p.index
+            continue
+        if self_found is None and SELF_FOUND.search(p.body[:POST_CHARS].lower()) and _has_cause(p):
+            # the asker names the cause they found: their post explains, not the reply before it
+            self_found = p.index
+            confirmation = confirmation if confirmation is not None else p.index
+            diagnostic += 1
             continue
         if last_reply is None:
             continue
@@ -146,14 +168,16 @@ def read_exchange(thread: Thread, ps: list[Post], paper: float | None = None,
     closing = None
     reason = (thread.state_reason or "").lower()
     if thread.state == "closed" and reason in DONE_REASONS:
-        replies = [p for p in ps[1:] if not p.is_asker and not p.is_bot and _has_cause(p)]
+        # a bystander's own question ("does it need CUDA installed?") closes nothing
+        replies = [p for p in ps[1:] if not p.is_asker and not p.is_bot and _has_cause(p)
+                   and (p.is_maintainer or not _ASKS.search(strip_code(p.body[:POST_CHARS]).strip()[-200:]))]
         if replies:
             closing = replies[-1].index
     expl = next((p.index for p in ps[1:] if p.is_maintainer and not p.is_asker and not p.is_bot
                  and ((_has_cause(p) and (CAUSAL.search(p.body[:POST_CHARS]) or len(p.body) > 120))
                       or one_line_setting(p))), None)
     return Exchange(cause, confirmation, closing, expl, frozenset(confirmed), frozenset(refuted - confirmed),
-                    diagnostic)
+                    diagnostic, self_found)
 
 
 def resolution_type(thread: Thread, ps: list[Post], ex: Exchange) -> str:

@@ -52,7 +52,7 @@ _POS: dict[str, tuple[float, re.Pattern[str]]] = {
         r"\breplicat(?:e|ed|ing|ion)\b|\bnot reproducible\b|\bresults? (?:are |is )?(?:not )?reproducible\b|"
         r"\b(?:can(?:no|')?t|could(?: ?no|n'?)t) (?:get|reach|achieve) (?:the |your |similar |same |"
         r"comparable )?(?:reported|paper|results?|performance|accuracy|numbers?)|"
-        r"复现|重现|复现不了|无法复现|达不到|跑不出", _I)),
+        r"复现|重现|复现不了|无法复现|达不到|跑不出|再現|재현", _I)),
     "paper_ref": (1.5, re.compile(
         r"\b(?:in|from|of) (?:the|your|ur) (?:original )?(?:paper|publication|article|readme|model zoo|"
         r"modelzoo|table|repo(?:sitory)?'?s? (?:readme|results))\b|\b(?:the|your) paper(?:'s)?\b|"
@@ -61,7 +61,8 @@ _POS: dict[str, tuple[float, re.Pattern[str]]] = {
         r"\bas reported\b|\b(?:paper|readme|model card|expected|official)\s*(?:says|reports|lists|is)?\s*[:=(]?\s*\**\d|"
         r"\((?:the )?paper\b|\bmodel card\b|\b(?:claimed|reported) (?:\w+ ){0,3}(?:of|is|as) " + _NUM + r"|"
         r"\b(?:table|tab\.?) ?\d+\b|\bmodel ?zoo\b|\bREADME\b|\bofficial (?:results?|numbers?|checkpoint|"
-        r"scores?|performance)\b|\bthe paper\b|论文|文章中|原文|报告的|表\s?\d", _I)),
+        r"scores?|performance)\b|\bthe paper\b|\b(?:the|was|were|is|are) reported (?:\w+ ){0,2}(?:of )?\d|"
+        r"论文|文章中|原文|报告的|表\s?\d|論文|논문", _I)),
     "gap": (1.5, re.compile(
         r"\b(?:lower|worse|higher|better|less|smaller|bigger|larger) (?:\w+ )?than (?:the |what |those |that )?"
         r"(?:reported|paper|expected|claimed|published|in the|official|your)|"
@@ -71,7 +72,11 @@ _POS: dict[str, tuple[float, re.Pattern[str]]] = {
         r"\b(?:only|just) (?:got|get|gets|reach(?:ed)?|achieve[ds]?|obtain(?:ed)?|about|around|~)\s*\d|"
         r"\bmuch (?:lower|worse|higher)\b|\bfar (?:from|below|lower)\b|\bbelow (?:the )?(?:reported|paper)|"
         r"\bvs\.? (?:the )?(?:paper|reported|\d+(?:\.\d+)?\s?%? ?\(?(?:in (?:the )?)?(?:paper|reported))|"
-        r"对不上|不一致|差距|差了|低于|差很多|相差|只有\s?\d|只能达到|低了", _I)),
+        r"\b(?:results?|scores?|numbers?|performance|accuracy|metrics?|values?)\s(?:\w+\s){0,3}(?:very |quite |much |"
+        r"so |a lot |significantly )?different from\b|"
+        r"\b(?:not|n't) (?:get(?:ting)?|obtain(?:ing)?|reach(?:ing)?|see(?:ing)?) the same (?:\w+ )?(?:results?|scores?|"
+        r"numbers?|accuracy|performance)|"
+        r"对不上|不一致|不符|差距|差了|低于|差很多|相差|只有\s?\d|只能达到|低了|低い|異な|違い|다릅니다|다르게|차이|낮습니다", _I)),
     "mine": (1.0, re.compile(
         r"\b(?:i|we) (?:only )?(?:get|got|obtain(?:ed)?|achieve[ds]?|reach(?:ed)?|am getting|are getting|"
         r"end up with|ended up with|see|saw|observe[ds]?|measured?)\s+(?:an? |the )?(?:\w+ ){0,3}"
@@ -82,7 +87,7 @@ _POS: dict[str, tuple[float, re.Pattern[str]]] = {
 }
 _METRIC_NUM = re.compile(
     r"(?:\b(?:" + METRIC_WORDS + r")\b[^\n\d]{0,25}\d+(?:\.\d+)?|\d+(?:\.\d+)?\s?%?\s?(?:\b(?:" + METRIC_WORDS
-    + r")\b))|指标|精度|准确率",
+    + r")\b))|指标|精度|准确率|(?:论文|原文|論文|논문)[^\n\d]{0,8}[:：是为は에]\s*\d",
     _I,
 )
 _PAIR = re.compile(
@@ -183,11 +188,12 @@ def _window(thread: Thread) -> tuple[str, str, str]:
 #: the prefilter never changes a decision.
 KEYS: dict[str, tuple[str, ...]] = {
     "repro_intent": ("reproduc", "replicat", "reach", "achieve", "match", "obtain", "get", "attain", "复现", "重现",
-                     "达不到", "跑不出"),
+                     "达不到", "跑不出", "再現", "재현"),
     "paper_ref": ("paper", "publication", "article", "readme", "model", "table", "tab", "repo", "reported",
-                  "expected", "official", "claimed", "论文", "文章中", "原文", "报告的", "表"),
+                  "expected", "official", "claimed", "论文", "文章中", "原文", "报告的", "表", "論文", "논문"),
     "gap": ("than", "match", "gap", "drop", "discrepanc", "difference", "degradation", "only", "just", "much", "far",
-            "below", "vs", "对不上", "不一致", "差距", "差了", "低于", "差很多", "相差", "只有", "只能达到", "低了"),
+            "below", "vs", "different from", "the same", "对不上", "不一致", "不符", "差距", "差了", "低于", "差很多", "相差",
+            "只有", "只能达到", "低了", "低い", "異な", "違い", "다릅니다", "다르게", "차이", "낮습니다"),
     "mine": ("get", "got", "obtain", "achiev", "reach", "end", "see", "saw", "observ", "measur", "giv", "gave",
              "yield", "my", "our", "我", "跑出来", "得到的", "测出来"),
     "bug_report": ("reproduc", "bug", "minimal", "expected behavio"),
@@ -264,6 +270,8 @@ def signals(thread: Thread, *, prefilter: bool = True) -> Signals:
         neg *= 0.6  # a quantified comparison with the paper outweighs incidental setup/bug wording
     if ("no_own_run" in names or "no_own_run:body" in names) and _OWN_RESULT.search(text):
         names.append("own_result")
+    if ("feature" in names or "feature:body" in names) and _FAILED.search(text):
+        names.append("failed_attempt")
     return Signals(tuple(names), pos, neg)
 
 
@@ -272,6 +280,10 @@ _OWN_RESULT = re.compile(
     r"\b(?:i|we)(?:'ve| have)? (?:\w+ ){0,2}(?:get|got|getting|obtain(?:ed)?|achieved?|reach(?:ed)?|trained|ran|re-?ran|"
     r"evaluated|measured)\b[^.\n]{0,40}\d|\bmy (?:results?|runs?|reproduc\w*|numbers?|accuracy|score)\b|我(?:的|们)?(?:结果|跑|得到)",
     _I)
+#: The asker says an attempt failed ("I am unable to reproduce"), read only when a request cue fired.
+_FAILED = re.compile(
+    r"\b(?:can(?:no|')?t|could(?: ?no|n'?)t|unable to|fail(?:ed|s)? to|not able to)\s+(?:\w+\s)?"
+    r"(?:reproduce|replicate|reach|achieve|match|get)\b|复现不了|无法复现|达不到|跑不出", _I)
 #: Cues of a crash, setup or memory problem: with no quantified result of the asker's, the thread is about
 #: getting the code to run, not about a number.
 _RUN_PROBLEMS = ("install", "error_trace", "oom")
@@ -292,7 +304,11 @@ def _decide(s: Signals) -> tuple[bool, float]:
     shared = "success_report" in s.names
     quantified = any(n in s.names for n in ("metric_number", "number_pair", "template_pair", "mine"))
     run_problem = not quantified and any(n in s.names for n in _RUN_PROBLEMS)
-    ok = anchor and s.pos >= MIN_POS and margin >= MARGIN and not (no_run or shared or run_problem)
+    # "can you provide instructions / the training code to reproduce the paper?" with no result of the
+    # asker's own: a request, not a reproduction gap
+    request = ("feature" in s.names and not quantified and "gap" not in s.names
+               and "failed_attempt" not in s.names)
+    ok = anchor and s.pos >= MIN_POS and margin >= MARGIN and not (no_run or shared or run_problem or request)
     score = 1.0 / (1.0 + math.exp(-(margin - MARGIN + 0.5)))
     return ok, round(score, 4)
 

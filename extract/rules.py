@@ -130,6 +130,8 @@ def _roles(ex: Exchange) -> dict[int, float]:
         roles[ex.cause] = 3.0
     if ex.confirmation is not None:
         roles[ex.confirmation] = 1.5
+    if ex.self_diagnosis is not None:
+        roles[ex.self_diagnosis] = 3.0
     return roles
 
 

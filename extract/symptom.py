@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from extract.relevance import METRIC_WORDS
 from extract.threadtext import section_value, strip_code, template_sections
 
-_NUM = re.compile(r"(?<![\w.#/@-])(?:~|≈|about |around )?(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)(\s?%)?")
+#: A number that is a value candidate; one glued to ``_`` ("15_pretrain.sh") is part of a name.
+_NUM = re.compile(r"(?<![\w.#/@-])(?:~|≈|about |around )?(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)(?!_)(\s?%)?")
 _CLAUSE = re.compile(r"(?<!\d)\.(?!\d)\s*|[;\n。；，!?！？]|,(?!\d{3})\s*|\s(?=but\s|while\s|whereas\s|however)", re.I)
 
 _PAPER_LEFT = re.compile(
     r"(?:paper|reported|reports?|claim(?:ed|s)?|readme|table\s?\d+|tab\.?\s?\d+|model ?zoo|official(?:ly)?|"
-    r"original|published|expected|target|should (?:be|get|reach)|supposed to|your (?:paper|results?|numbers?)|"
+    r"original|published|expected|target|should (?:be|get|reach)|supposed to|your (?:paper|results?|numbers?)|論文|논문|"
     r"(?:can'?t|cannot|unable to|couldn'?t|could not|not|fail(?:ed)? to|how to|trying to|try to)\s+"
     r"(?:\w+\s)?(?:reach|achieve|get|match|reproduce|obtain)\s*(?:the |your )?(?:reported |claimed )?"
     r"(?:\w+\s){0,2}|reproduce (?:the |your )|论文|原文|文中|报告|官方|表\s?\d)[^\d]{0,30}$",
@@ -31,7 +32,7 @@ _PAPER_LEFT = re.compile(
 )
 _PAPER_RIGHT = re.compile(
     r"^\s?%?\s*[^\d\n]{0,6}(?:\(?\s*(?:in |from |of |as |on |by )?(?:the |your )?(?:paper|reported|claimed|"
-    r"readme|table|model ?zoo|official|original|published|expected)|论文|原文|文中|报告|官方)",
+    r"readme|table|model ?zoo|official|original|published|expected)|论文|原文|文中|报告|官方|論文|논문)",
     re.I,
 )
 _MINE_LEFT = re.compile(
@@ -44,12 +45,13 @@ _MINE_LEFT = re.compile(
 )
 _LABELS_NEXT = re.compile(r"\s*(?:says|reports?|lists|is|value)?\s*[:=]?\s*\**\d")
 _MINE_RIGHT = re.compile(
-    r"^\s?%?\s*[^\d\n]{0,6}(?:\(?\s*(?:mine|ours|my|reproduced|by me|in my|on my|we got|i got))", re.I)
+    r"^\s?%?\s*[^\d\n]{0,6}(?:\(?\s*(?:mine|ours|my|reproduced|by me|in my|on my|we got|i got)|"
+    r"\s*(?:に|が|가|이)?\s*(?:なります|なりました|出ます|出ました|나옵니다|나왔습니다|나와요))", re.I)
 _NOT_VALUE_LEFT = re.compile(
     r"(?<![a-z])(?:v|version|torch|pytorch|cuda|cudnn|python|tensorflow|tf|transformers|jax|numpy|==|>=|<=|"
     r"epochs?|batch[ _-]?size|bs|lr|learning rate|seeds?|gpus?|iter(?:ation)?s?|steps?|warmup|layers?|"
     r"#|issue|pr|commit|step|resolution|size|x|@|r@|pass@|k=|n=|beam|width|dim|heads?|rtx|gtx|geforce|titan|张|块|台|"
-    r"±|\+/-|\+-|std|variance)\s*[:=]?\s*$",
+    r"±|\+/-|\+-|std|variance)\s*[:=]?\s*$|(?<![a-z])[a-z]\s?=\s?$",
     re.I,
 )
 _NOT_VALUE_RIGHT = re.compile(
@@ -61,7 +63,7 @@ _NOT_VALUE_RIGHT = re.compile(
     r"[-/]\d|\.\d+\.\d)",
     re.I,
 )
-_METRIC = re.compile(r"\b(?:" + METRIC_WORDS + r")\b|top-?1|top-?5|准确率|精度", re.I)
+_METRIC = re.compile(r"(?:\b|(?<=_))(?:" + METRIC_WORDS + r")\b|top-?1|top-?5|准确率|精度", re.I)
 
 _CANON = [
     (re.compile(r"^top-?1", re.I), "top-1 accuracy"),
@@ -144,6 +146,23 @@ _UNREACHED = re.compile(
     r"(?:reach|achieve|get|match|reproduce|obtain)\b[^\d]{0,30}$", re.I)
 
 
+#: "the README gives 8.3", "Table 2 shows 81.8": the paper is the subject of a mine-like verb.
+_PAPER_SUBJECT = re.compile(
+    r"(?:paper|readme|table\s?\d+|model ?zoo|model card|release notes?|论文|論文|논문)\s+(?:\w+\s)?"
+    r"(?:gives?|gave|shows?|lists?|says|states|reports?|achieves?|gets?|got|has|had|claims?)\b[^\d]{0,30}$", re.I)
+
+
+def _last(rx: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The match of ``rx`` (anchored at the end of ``text``) that starts last: the cue nearest the number."""
+    m = rx.search(text)
+    while m is not None:
+        nxt = rx.search(text, m.start() + 1)
+        if nxt is None:
+            return m
+        m = nxt
+    return None
+
+
 def _mask_names(text: str) -> str:
     return _DIGIT_NAME.sub(lambda m: "m" * len(m.group(0)), text)
 
@@ -162,8 +181,10 @@ def _side(left: str, right: str) -> tuple[str, int]:
             return "paper", 0
         if not _PAPER_LEFT.search(left):  # "20.9 (paper 18.3)": the cue labels 18.3, so 20.9 is the asker's
             return "mine", 1
-    pm = _PAPER_LEFT.search(left)
-    mm = _MINE_LEFT.search(left)
+    pm = _last(_PAPER_LEFT, left)
+    mm = _last(_MINE_LEFT, left)
+    if pm and _PAPER_SUBJECT.search(left):
+        return "paper", len(left) - pm.end()
     if pm and mm:
         # the cue that starts later (closer to the number) wins; "I can't reach 81.8" is a paper cue after "I"
         pd, md = len(left) - pm.end(), len(left) - mm.end()
@@ -266,7 +287,7 @@ _THAN = re.compile(r"\bthan (?:the |what(?:'s| is)? )?(?:reported|paper|publishe
 
 def find_symptom(text: str) -> SymptomFound:
     """The symptom stated in one post's text (title + body, or a comment)."""
-    prose = strip_code(text)
+    prose = _LABEL_BREAK.sub(r"\1 ", strip_code(text))
     cands = _candidates(prose)
     pv: Value | None = None
     ov: Value | None = None
@@ -314,6 +335,10 @@ def find_symptom(text: str) -> SymptomFound:
     return SymptomFound(metric=metric, metric_quote=mquote, paper=pv, obtained=ov)
 
 
+#: "Paper results:\n49.85 74.95": a label line ending in a colon names the numbers on the next line.
+_LABEL_BREAK = re.compile(r"([^\n\d]{2,40}[:：])[ \t]*\n(?=[ \t]*[~≈]?\d)")
+
+
 def _stated_before(cands: list[_Cand], pos: int) -> bool:
     """A paper number and another number on its scale are both stated before ``pos``."""
     paper = next((c for c in cands if c.side == "paper" and c.start < pos), None)
@@ -336,7 +361,11 @@ def _same_scale(a: float, b: float) -> bool:
     """Both on one scale (a fraction vs a percentage, or a count, are not comparable values)."""
     if a <= 0 or b <= 0:
         return a == b
-    return 0.33 <= a / b <= 3.0
+    if 0.33 <= a / b <= 3.0:
+        return True
+    # a fraction against a percentage ("R@1: 0.4365" vs the paper's 49.85): the same quantity in two units
+    lo, hi = min(a, b), max(a, b)
+    return lo < 1.0 <= hi <= 100.0 and 0.5 <= lo * 100 / hi <= 2.0
 
 
 def _pair_in_clause(cands: list[_Cand]) -> list[_Cand]:

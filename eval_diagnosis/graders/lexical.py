@@ -42,6 +42,10 @@ SUBSUMES: dict[str, frozenset[str]] = {
     "warmup": frozenset({"lr"}),
     "schedule": frozenset({"lr"}),
     "label_smoothing": frozenset({"loss_weight"}),
+    "summary_level": frozenset({"metric_impl", "split"}),
+    "answer_normalization": frozenset({"tokenization", "normalization"}),
+    "metric_threshold": frozenset({"postprocess"}),
+    "train_data": frozenset({"split"}),
 }
 _PHRASE_CONCEPT = {c.phrase.lower(): c.id for c in CONCEPTS}
 
@@ -56,12 +60,15 @@ def _concept_ids(text: str) -> set[str]:
 
 def _targets(item: EvalItem) -> _Targets:
     phrases = list(item.acceptable_directions) or acceptable_directions(item.gold_root_cause, item.error_type)
-    found: set[str] = _concept_ids(item.gold_root_cause)
+    # subsumption applies within each text: a phrase that names the broader concept on its own ("ROUGE
+    # implementation") keeps it as a target even when the gold names a narrower one ("ROUGE-Lsum")
+    found: set[str] = set()
+    for text in [item.gold_root_cause, *phrases]:
+        ids = _concept_ids(text)
+        for cid in list(ids):
+            ids -= SUBSUMES.get(cid, frozenset())
+        found |= ids
     sets = []
-    for p in phrases:
-        found |= _concept_ids(p)
-    for cid in list(found):
-        found -= SUBSUMES.get(cid, frozenset())
     for p in phrases:
         n = normalize(p)
         toks = frozenset(content_tokens(n, normalized=True))
