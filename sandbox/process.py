@@ -96,6 +96,7 @@ def run_process(
     on_kill: list[str] | None = None,
     watch: Callable[[], str | None] | None = None,
     watch_interval_s: float = 0.25,
+    pass_fds: tuple[int, ...] = (),
 ) -> ProcessOutcome:
     """Run ``argv`` in a new session and process group; kill the whole tree at ``timeout_s`` (seconds).
 
@@ -106,7 +107,7 @@ def run_process(
     early (e.g. ``docker kill NAME``). ``watch``, when given, is called every
     ``watch_interval_s`` seconds while the command runs (and on a thread of its
     own); the first non-None reason it returns kills the whole tree at once and
-    becomes ``ProcessOutcome.stopped``.
+    becomes ``ProcessOutcome.stopped``. ``pass_fds`` stay open in the child (e.g. bwrap's ``--seccomp FD``).
     """
     cg = open_cgroup(memory_mb=memory_mb, pids=pids, cpus=cpus) if use_cgroup else None
     prlimit = shutil.which("prlimit")
@@ -131,12 +132,12 @@ def run_process(
     try:
         proc = subprocess.Popen(
             full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, cwd=cwd, start_new_session=True, close_fds=True,
+            env=env, cwd=cwd, start_new_session=True, close_fds=True, pass_fds=pass_fds,
         )
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument or the environment
         if cg is not None:
             cg.close()
-        msg = f"cannot start {argv[0]}: {exc.strerror or exc}".encode()
+        msg = f"cannot start {argv[0]}: {getattr(exc, 'strerror', None) or exc}".encode()
         return ProcessOutcome(None, 0.0, b"", msg, False, False, False, 0, limiter)
     out, err = _Tail(proc.stdout), _Tail(proc.stderr)  # type: ignore[arg-type]
 

@@ -15,14 +15,22 @@ network, and only with ``[setup] network = true``; setup runs under the same
 limits as the run and fix steps. A git source is cloned on the host with no
 system or user git config (so no filters or hooks are configured), hooks
 disabled, no submodules, an empty HOME, and only the https/http/git
-protocols (plus file for ``file://`` and local paths).
+protocols (plus file for ``file://`` and local paths); credentials in the URL
+are removed from the clone's ``origin`` before any step runs.
+
+The work dir belongs to the replayed code: the host only writes into it with
+``O_EXCL | O_NOFOLLOW`` under a random name (the fix's patch), reads the
+metric file without following links, and quotes step output in a verdict's
+reason only with control characters replaced (:func:`printable`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +46,8 @@ from sandbox.workdir import copy_source
 
 #: Characters of stdout/stderr kept per trajectory step.
 TAIL_CHARS = 2000
-PATCH_NAME = ".reprodiag-fix.patch"
+#: Prefix of the file the fix's patch is written to in the work dir (a random suffix follows).
+PATCH_PREFIX = ".reprodiag-fix-"
 _DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded|File too large")
 _URL_AUTH = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
 
@@ -48,8 +57,20 @@ def mask_url(text: str) -> str:
     return _URL_AUTH.sub(r"\1***@", text)
 
 
+def strip_userinfo(url: str) -> str:
+    """``url`` without its ``user:token@`` part (what a clone keeps as its ``origin``)."""
+    return _URL_AUTH.sub(r"\1", url)
+
+
+def printable(text: str) -> str:
+    """``text`` with control and format characters (terminal escapes, NUL, bidi overrides) shown as
+    U+FFFD, so a step's output quoted in a verdict's reason cannot drive the terminal it is printed on."""
+    return "".join("\ufffd" if unicodedata.category(c)[0] == "C" and c not in "\n\t" else c for c in text)
+
+
 class _Stop(Exception):  # noqa: N818 - control flow inside replay_case
     def __init__(self, verdict: VerdictKind, reason: str) -> None:
+        reason = printable(reason)
         super().__init__(reason)
         self.verdict = verdict
         self.reason = reason
@@ -141,8 +162,33 @@ def _clone(url: str, ref: str | None, work: Path, timeout_s: float, home: Path, 
             err += f"\n{res.stopped}"
         if code != 0:
             break
+    if code == 0 and strip_userinfo(url) != url:
+        # The clone keeps its URL as origin; the replayed code must not find the credentials in .git/config.
+        res = run_process(["git", "-C", str(work), *GIT_SAFE, "remote", "set-url", "origin", strip_userinfo(url)],
+                          env=env, cwd=None, timeout_s=30, memory_mb=0, pids=0, cpus=0, disk_mb=scratch.disk_mb,
+                          use_cgroup=False, limit_file_size=False)
+        code = res.exit_code
+        err += res.stderr.decode("utf-8", errors="replace")
     return Step(phase="setup", command=mask_url(shown), exit_code=code, duration_s=round(time.monotonic() - start, 4),
                 stdout_tail=mask_url(out)[-TAIL_CHARS:], stderr_tail=mask_url(err)[-TAIL_CHARS:], timed_out=timed_out)
+
+
+def write_new_file(work: Path, data: bytes) -> str:
+    """Write ``data`` to a new file with a random name directly in ``work``; returns the name.
+
+    The work dir belongs to the replayed code: the file is created with
+    ``O_EXCL | O_NOFOLLOW`` relative to the work dir opened without following
+    links, so a link the code planted there can never make the host write elsewhere.
+    """
+    name = f"{PATCH_PREFIX}{secrets.token_hex(8)}.patch"
+    dfd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return name
 
 
 def _measure_phase(run: _Run, phase: Phase) -> list[float]:
@@ -221,8 +267,8 @@ def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, g
         if patch is None and not spec.fix.command:
             raise _Stop("error", "the case has no [fix] (command or patch)")
         if patch is not None:
-            (work / PATCH_NAME).write_text(patch, encoding="utf-8")
-            run.step("fix", f"git apply --whitespace=nowarn {PATCH_NAME}; rc=$?; rm -f {PATCH_NAME}; exit $rc",
+            name = write_new_file(work, patch.encode("utf-8"))
+            run.step("fix", f"git apply --whitespace=nowarn {name}; rc=$?; rm -f {name}; exit $rc",
                      timeout_s=spec.run.timeout_s, shown=f"git apply <<'PATCH'\n{patch[:4000]}\nPATCH")
         if spec.fix.command:
             run.step("fix", spec.fix.command, timeout_s=spec.run.timeout_s)

@@ -83,7 +83,7 @@ def parse_spec(doc: object, origin: str) -> ReplaySpec:
     if not isinstance(doc, dict):
         raise UserError(f"{origin}: expected a TOML table, got {type(doc).__name__}")
     try:
-        return ReplaySpec.model_validate(doc)
+        spec = ReplaySpec.model_validate(doc)
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ())) or "(document)"
@@ -92,6 +92,12 @@ def parse_spec(doc: object, origin: str) -> ReplaySpec:
         got_txt = "" if isinstance(got, dict) or first.get("type") == "missing" else f", got {_one_line(repr(got), 60)}"
         more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
         raise UserError(f"{origin}: key '{loc}': {_one_line(msg)}{got_txt}{more}") from None
+    commands = [("setup.commands", c) for c in spec.setup.commands] + [("run.command", spec.run.command),
+                                                                        ("fix.command", spec.fix.command or "")]
+    for key, cmd in commands:
+        if "\x00" in cmd:
+            raise UserError(f"{origin}: key '{key}': a command cannot contain a NUL byte")
+    return spec
 
 
 def load_spec(path: str | Path) -> ReplaySpec:

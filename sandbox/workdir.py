@@ -61,26 +61,29 @@ def dir_usage(path: Path, *, reopen: bool = False) -> DirUsage:
     A directory that cannot be listed (a step may ``chmod 000`` one to hide its
     contents from this walk) is made ``u+rwx`` and listed when ``reopen`` is
     set; otherwise it counts as one empty entry.
+
+    The walk holds each directory open and reaches the next one relative to
+    it with ``O_NOFOLLOW`` (and chmods the inode it holds, never a path), so a
+    running step that swaps a directory for a symlink while it is measured
+    cannot make the host list, or chmod, anything outside the tree.
+    Directories nested deeper than the open-file limit allows are skipped.
     """
     total = 0
     entries = 0
     seen: set[tuple[int, int]] = set()
-    stack = [os.fspath(path)]
-    while stack:
-        d = stack.pop()
-        try:
-            it = list(os.scandir(d))
-        except PermissionError:
-            if not reopen:
+    try:
+        root = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return DirUsage(0, 0)
+    stack: list[tuple[int, list[os.DirEntry[str]]]] = [(root, _listing(root))]
+    try:
+        while stack:
+            dfd, todo = stack[-1]
+            if not todo:
+                os.close(dfd)
+                stack.pop()
                 continue
-            try:
-                os.chmod(d, 0o700)
-                it = list(os.scandir(d))
-            except OSError:
-                continue
-        except OSError:
-            continue
-        for e in it:
+            e = todo.pop()
             try:
                 st = e.stat(follow_symlinks=False)
             except OSError:
@@ -92,8 +95,45 @@ def dir_usage(path: Path, *, reopen: bool = False) -> DirUsage:
             entries += 1
             total += max(st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_blocks * 512)
             if stat.S_ISDIR(st.st_mode):
-                stack.append(e.path)
+                child = _open_dir(e.name, dfd, reopen=reopen)
+                if child is not None:
+                    stack.append((child, _listing(child)))
+    finally:
+        for dfd, _ in stack:
+            os.close(dfd)
     return DirUsage(total, entries)
+
+
+def _listing(dfd: int) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(dfd) as it:
+            return list(it)
+    except OSError:
+        return []
+
+
+def _open_dir(name: str, parent: int, *, reopen: bool) -> int | None:
+    """``name`` in the directory ``parent`` opened for listing, never through a link; with
+    ``reopen``, an unreadable directory is first made ``u+rwx`` (through the O_PATH descriptor)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except PermissionError:
+        if not reopen:
+            return None
+    except OSError:
+        return None
+    try:
+        pfd = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError:
+        return None
+    try:
+        os.chmod(f"/proc/self/fd/{pfd}", 0o700)
+        return os.open(".", flags, dir_fd=pfd)
+    except OSError:
+        return None
+    finally:
+        os.close(pfd)
 
 
 def dir_size(path: Path) -> int:

@@ -120,14 +120,16 @@ def text_tail(data: bytes, limit: int) -> str:
     return data.decode("utf-8", errors="replace")[-limit:]
 
 
-def run_limited(argv: list[str], step: StepRequest, *, env: dict[str, str], cwd: str) -> StepResult:
-    """Run ``argv`` under ``step``'s limits (timeout, memory, pids, cpus, disk quota) as one StepResult."""
+def run_limited(argv: list[str], step: StepRequest, *, env: dict[str, str], cwd: str,
+                pass_fds: tuple[int, ...] = ()) -> StepResult:
+    """Run ``argv`` under ``step``'s limits (timeout, memory, pids, cpus, disk quota) as one StepResult;
+    ``pass_fds`` are inherited by ``argv`` (bwrap's seccomp program)."""
     from sandbox.process import run_process
 
     lim = step.limits
     out = run_process(argv, env=env, cwd=cwd, timeout_s=step.timeout_s, memory_mb=lim.memory_mb, pids=lim.pids,
                       cpus=lim.cpus, disk_mb=lim.disk_mb, allow_rlimit_as=not step.gpu_devices,
-                      watch=step.disk_watch.exceeded if step.disk_watch else None)
+                      watch=step.disk_watch.exceeded if step.disk_watch else None, pass_fds=pass_fds)
     return StepResult(
         exit_code=out.exit_code, duration_s=out.duration_s,
         stdout=out.stdout.decode("utf-8", errors="replace"), stderr=out.stderr.decode("utf-8", errors="replace"),

@@ -13,6 +13,14 @@ further user namespaces (``setuid``, ``unshare`` and ``mount`` fail),
 other files are absent; hard links to host files fail with EXDEV (different
 mounts).
 
+Run as root, the step's processes are the host's uid 0 (bwrap maps the
+caller's uid to 1000 inside) without capabilities. The kernel lets that uid
+write ``/proc/sys`` whatever its capabilities (``kernel.core_pattern`` runs a
+program as root on the host), so ``/proc`` is remounted read-only. A seccomp
+filter (:mod:`sandbox.seccomp`) denies the system calls that only widen the
+kernel surface. bwrap reads its options from an unlinked file (``--args``),
+so ``/proc/1/cmdline`` inside names no host path.
+
 Network: none (``--unshare-all``), except for a ``setup`` step of a case with
 ``[setup] network = true``, which gets ``--share-net`` (the host's network).
 Setup is the only phase that can ever have it; run and fix steps never do.
@@ -30,8 +38,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 from sandbox.backends.base import (
     SANDBOX_HOME,
@@ -42,6 +52,7 @@ from sandbox.backends.base import (
     run_limited,
     sandbox_env,
 )
+from sandbox.seccomp import seccomp_program
 
 #: Host /etc entries visible inside (read-only); credentials-bearing files are not among them.
 ETC_ALLOW = (
@@ -75,12 +86,13 @@ def python_dirs() -> list[str]:
 
 def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged: bool,
                      env: dict[str, str], gpu_devices: tuple[int, ...] = (),
-                     ro_dirs: list[str] | None = None) -> list[str]:
+                     ro_dirs: list[str] | None = None, seccomp_fd: int | None = None) -> list[str]:
     """The full bwrap command line for ``step`` (pure apart from checking which host paths exist).
 
     ``etc_dir`` holds the synthetic ``passwd``/``group``; ``privileged`` (euid 0)
     adds ``--cap-drop ALL``; ``ro_dirs`` are extra read-only binds (default: the
-    interpreter's directories).
+    interpreter's directories); ``seccomp_fd`` is an open file holding the
+    :mod:`sandbox.seccomp` program.
     """
     a = [bwrap, "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
          "--disable-userns", "--new-session", "--die-with-parent", "--hostname", "sandbox"]
@@ -88,6 +100,8 @@ def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged:
         a += ["--cap-drop", "ALL"]
     if network_allowed(step):
         a.append("--share-net")
+    if seccomp_fd is not None:
+        a += ["--seccomp", str(seccomp_fd)]
     a += ["--ro-bind", "/usr", "/usr"]
     for name in ROOT_DIRS:
         host = f"/{name}"
@@ -117,7 +131,10 @@ def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged:
     for d in (python_dirs() if ro_dirs is None else ro_dirs):
         a += ["--ro-bind", d, d]
     a += ["--bind", str(step.workdir), SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
-    a += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
+    # /proc read-only: the step's processes are uid 0 of the host (mapped to 1000 inside, with no
+    # capabilities), and the kernel lets the host's uid 0 write /proc/sys (core_pattern: a root
+    # shell on the host) whatever its capabilities.
+    a += ["--remount-ro", "/dev", "--remount-ro", "/proc", "--remount-ro", "/", "--clearenv"]
     for k, v in env.items():
         a += ["--setenv", k, v]
     a += ["--", "/bin/sh", "-c", step.command]
@@ -158,7 +175,37 @@ class BwrapBackend:
         (self.etc_dir / "group").write_text(GROUP)
 
     def run(self, step: StepRequest) -> StepResult:
+        """Run ``step``; bwrap reads its options from an unlinked file (``--args FD``), so the
+        sandbox's /proc/1/cmdline shows no host path (only ``bwrap --args N -- /bin/sh -c COMMAND``)."""
         env = sandbox_env(step)
-        argv = build_bwrap_argv(step, bwrap=self.bwrap, etc_dir=str(self.etc_dir), privileged=os.geteuid() == 0,
-                                env=env, gpu_devices=step.gpu_devices)
-        return run_limited(argv, step, env={"PATH": "/usr/bin:/bin"}, cwd="/")
+        bad = [k for k, v in env.items() if "\0" in k or "\0" in v or "=" in k] + (["command"] if "\0" in step.command
+                                                                                  else [])
+        if bad:
+            return StepResult(exit_code=None, duration_s=0.0, stdout="", stderr="",
+                              error=f"NUL byte or '=' in the step's {', '.join(sorted(bad))}")
+        files: list[IO[bytes]] = []
+        try:
+            program = seccomp_program()
+            seccomp_fd = None
+            if program is not None:
+                files.append(_unlinked(program))
+                seccomp_fd = files[-1].fileno()
+            argv = build_bwrap_argv(step, bwrap=self.bwrap, etc_dir=str(self.etc_dir),
+                                    privileged=os.geteuid() == 0, env=env, gpu_devices=step.gpu_devices,
+                                    seccomp_fd=seccomp_fd)
+            cut = argv.index("--")  # the options go through the file; the command stays on the command line
+            files.append(_unlinked(b"".join(os.fsencode(x) + b"\0" for x in argv[1:cut])))
+            return run_limited([argv[0], "--args", str(files[-1].fileno()), *argv[cut:]], step,
+                               env={"PATH": "/usr/bin:/bin"}, cwd="/", pass_fds=tuple(f.fileno() for f in files))
+        finally:
+            for f in files:
+                f.close()
+
+
+def _unlinked(data: bytes) -> IO[bytes]:
+    """An anonymous temporary file holding ``data``, positioned at its start."""
+    fh = tempfile.TemporaryFile()
+    fh.write(data)
+    fh.flush()
+    fh.seek(0)
+    return fh
