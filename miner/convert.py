@@ -20,7 +20,14 @@ def parse_time(value: str | None) -> datetime | None:
 
 
 def _login(actor: dict[str, Any] | None) -> str | None:
-    return actor.get("login") if isinstance(actor, dict) else None
+    """The author's login as REST and the web spell it: GraphQL's ``Bot.login`` lacks the ``[bot]`` suffix
+    (``dependabot`` in GraphQL is ``dependabot[bot]`` in REST). None for a deleted (ghost) author."""
+    if not isinstance(actor, dict):
+        return None
+    login = actor.get("login")
+    if isinstance(login, str) and actor.get("__typename") == "Bot" and not login.endswith("[bot]"):
+        return login + "[bot]"
+    return login if isinstance(login, str) else None
 
 
 def _total(conn: dict[str, Any] | None) -> int:
@@ -58,40 +65,53 @@ def thread_from_gql(repo: str, kind: str, node: dict[str, Any], comments: list[C
     )
 
 
-def _aware(d: datetime | None) -> datetime | None:
-    if d is None:
-        return None
-    return d if d.tzinfo else d.replace(tzinfo=UTC)
+def _raw(obj: Any) -> dict[str, Any]:
+    """The JSON of a REST object: a dict as is, a PyGithub object's raw data *without* completing it
+    (PyGithub fetches the whole object again when an attribute the listing omitted is read)."""
+    if isinstance(obj, dict):
+        return obj
+    raw = getattr(obj, "_rawData", None)
+    return raw if isinstance(raw, dict) else {}
+
+
+def _rest_login(user: Any) -> str | None:
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else None
+
+
+def _rest_reactions(value: Any) -> int:
+    total = value.get("total_count") if isinstance(value, dict) else None
+    return int(total) if isinstance(total, int) else 0
 
 
 def comment_from_rest(c: Any) -> Comment:
-    """A PyGithub ``IssueComment``; its ``node_id`` is the id (equal to GraphQL's ``id``)."""
-    user = c.user
-    reactions = c.reactions if isinstance(c.reactions, dict) else {}
+    """A REST issue comment (JSON, or a PyGithub ``IssueComment``); ``node_id`` is the id (GraphQL's ``id``)."""
+    r = _raw(c)
     return Comment(
-        id=c.node_id, author=user.login if user is not None else None,
-        author_association=c.author_association or "NONE", body=c.body,
-        created_at=_aware(c.created_at), reactions=int(reactions.get("total_count") or 0),
+        id=str(r.get("node_id") or r.get("id")), author=_rest_login(r.get("user")),
+        author_association=r.get("author_association") or "NONE", body=r.get("body"),
+        created_at=parse_time(r.get("created_at")), reactions=_rest_reactions(r.get("reactions")),
     )
 
 
 def is_pull_request(issue: Any) -> bool:
-    """Read the listing's raw JSON: ``issue.pull_request`` would cost a request per plain issue
-    (PyGithub lazily completes attributes that GitHub omits)."""
-    return (getattr(issue, "_rawData", None) or {}).get("pull_request") is not None
+    """Pull requests are issues with a ``pull_request`` key (read from the JSON, never a lazy completion)."""
+    return _raw(issue).get("pull_request") is not None
 
 
 def thread_from_rest(repo: str, issue: Any, comments: list[Comment]) -> Thread:
-    """A PyGithub ``Issue`` (pull requests are issues with a ``pull_request`` key)."""
-    kind = "pull_request" if is_pull_request(issue) else "issue"
-    user = issue.user
-    reactions = issue.reactions if isinstance(issue.reactions, dict) else {}
+    """A REST issue (JSON, or a PyGithub ``Issue``); fields the server left out stay empty (no extra request)."""
+    r = _raw(issue)
+    kind = "pull_request" if is_pull_request(r) else "issue"
+    reason = r.get("state_reason") if kind == "issue" else None
+    labels = [lb.get("name") if isinstance(lb, dict) else lb for lb in r.get("labels") or []]
     return Thread(
-        repo=repo, number=issue.number, kind=kind, url=issue.html_url or "", title=issue.title,
-        body=issue.body, author=user.login if user is not None else None,
-        author_association=issue.author_association or "NONE", state=issue.state,
-        state_reason=issue.state_reason if kind == "issue" else None,
-        created_at=_aware(issue.created_at), updated_at=_aware(issue.updated_at),
-        closed_at=_aware(issue.closed_at), labels=[lb.name for lb in issue.labels],
-        reactions=int(reactions.get("total_count") or 0), comments=comments,
+        repo=repo, number=int(r["number"]), kind=kind, url=r.get("html_url") or "", title=r.get("title"),
+        body=r.get("body"), author=_rest_login(r.get("user")),
+        author_association=r.get("author_association") or "NONE",
+        state="closed" if r.get("state") == "closed" else "open",
+        state_reason=reason if isinstance(reason, str) else None,
+        created_at=parse_time(r.get("created_at")), updated_at=parse_time(r.get("updated_at")),
+        closed_at=parse_time(r.get("closed_at")), labels=[str(x) for x in labels if x],
+        reactions=_rest_reactions(r.get("reactions")), comments=comments,
     )

@@ -133,6 +133,24 @@ class _TextRequest(GraphQLRequest):
         return doc
 
 
+def error_type(e: dict[str, Any]) -> str:
+    """A GraphQL error's GitHub type: the top-level ``type`` GitHub sends, else ``extensions.type`` or
+    ``extensions.code`` (where other servers put it); "" when none is said."""
+    ext = e.get("extensions") if isinstance(e.get("extensions"), dict) else {}
+    for value in (e.get("type"), ext.get("type"), ext.get("code")):
+        if isinstance(value, str) and value:
+            return value.upper()
+    return ""
+
+
+def is_rate_limit(headers: dict[str, str], text: str) -> bool:
+    """A 403 that is a rate limit (primary or secondary) rather than a refusal (no access, SSO, scopes):
+    GitHub then sends ``retry-after``, ``x-ratelimit-remaining: 0``, or says "rate limit"/"abuse"."""
+    low = text.lower()
+    return ("retry-after" in headers or headers.get("x-ratelimit-remaining") == "0"
+            or "rate limit" in low or "abuse" in low)
+
+
 def _epoch(value: str | None) -> float | None:
     if not value:
         return None
@@ -177,6 +195,7 @@ class GraphQLClient:
         self.retries = 0
         self.secondary_hits = 0
         self.rate_limited = 0
+        self._tried_root = False
 
     async def __aenter__(self) -> GraphQLClient:
         self._session = await self._client.connect_async(reconnecting=False)
@@ -211,6 +230,7 @@ class GraphQLClient:
                 tok = await self.pool.acquire()
                 try:
                     headers: dict[str, str] = {}
+                    used = self.url
                     try:
                         self.requests += 1
                         res = await self._session.execute(
@@ -222,6 +242,8 @@ class GraphQLClient:
                         data, errors = exc.data, list(exc.errors or [])
                         headers = (exc.extensions or {}).get(_HEADERS_KEY, {})
                     except GitHubHTTPError as exc:
+                        if exc.status == 404 and (used != self.url or self._fallback()):
+                            continue  # asked at the Enterprise path; the server has GitHub.com's layout
                         self._http_error(exc, tok, heavy, secondary)
                         secondary += 1
                         if secondary > s.max_secondary:
@@ -236,7 +258,7 @@ class GraphQLClient:
                     self.pool.release(tok)
             rate = (data or {}).get("rateLimit") if isinstance(data, dict) else None
             self._observe(tok, headers, rate)
-            limited = [e for e in errors if e.get("type") in ("RATE_LIMITED", "RATE_LIMIT")]
+            limited = [e for e in errors if error_type(e) in ("RATE_LIMITED", "RATE_LIMIT")]
             if limited:
                 self.rate_limited += 1
                 self.pool.exhausted(tok, _epoch(headers.get("x-ratelimit-reset")))
@@ -264,6 +286,16 @@ class GraphQLClient:
             cost = rate.get("cost") if isinstance(rate.get("cost"), int) else None
         self.pool.observe(tok, remaining=remaining, limit=limit, reset_at=reset, cost=cost)
 
+    def _fallback(self) -> bool:
+        """``/api/graphql`` (Enterprise layout) is not there: try ``/graphql`` at the same base once
+        (api.github.com's layout, which a server at a plain ``http://host`` may use). True to retry."""
+        if self._tried_root or not self.url.rstrip("/").endswith("/api/graphql"):
+            return False
+        self._tried_root = True
+        self.url = self.url.rstrip("/")[: -len("/api/graphql")] + "/graphql"
+        self._transport.url = self.url
+        return True
+
     def _http_error(self, exc: GitHubHTTPError, tok: TokenState, heavy: bool, secondary: int) -> None:
         """Decide what an HTTP error means: park the token (rate limits) and return, or raise."""
         s = self.settings
@@ -271,6 +303,8 @@ class GraphQLClient:
         if st == 401:
             raise UserError(f"GitHub answered 401 Bad credentials for {tok.label} (value not shown): "
                             "replace or remove that token")
+        if st == 403 and not is_rate_limit(h, exc.text):
+            raise GraphQLFailure(f"GitHub GraphQL answered HTTP 403: {' '.join(exc.text.split())[:200]}")
         if st in (403, 429):
             self.secondary_hits += 1
             retry_after = _epoch(h.get("retry-after"))

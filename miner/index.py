@@ -152,23 +152,43 @@ def _collect_names(names: list[tuple[str, str]], acc: _Collected) -> None:
 
 async def fetch_repo_meta(repos: list[str], *, url: str, tokens: list[Secret],
                           settings: ClientSettings | None = None) -> dict[str, dict[str, Any] | None]:
-    """Stars, flags, totals and ``nameWithOwner`` per repository (None: not found). 100 per query."""
+    """Stars, flags, totals and ``nameWithOwner`` per repository (None: not found). 100 per query.
+
+    A repository whose block came back null because of an error *inside* it (a server that answers a
+    disabled feature's connection with an error) is asked again without the totals (counts None)."""
     pool = TokenPool(tokens, floor=(settings or ClientSettings()).floor)
     result: dict[str, dict[str, Any] | None] = {}
     async with GraphQLClient(url, pool, settings) as gh:
-        async def one(chunk: list[str]) -> None:
-            ans = await gh.query(Q.repo_meta_query([tuple(r.split("/")) for r in chunk]))  # type: ignore[misc]
+        async def one(chunk: list[str], counts: bool = True) -> None:
+            ans = await gh.query(Q.repo_meta_query([tuple(r.split("/")) for r in chunk],  # type: ignore[misc]
+                                                   counts=counts))
+            again = []
             for i, repo in enumerate(chunk):
                 d = ans.data.get(f"r{i}")
-                result[repo] = None if d is None else {
-                    "name_with_owner": d["nameWithOwner"], "stars": d["stargazerCount"],
-                    "archived": d["isArchived"], "has_issues": d["hasIssuesEnabled"],
-                    "has_discussions": d["hasDiscussionsEnabled"],
-                    "issues_count": d["issues"]["totalCount"], "prs_count": d["pullRequests"]["totalCount"],
-                    "discussions_count": d["discussions"]["totalCount"],
+                if d is None and counts and any(len(e.get("path") or ()) > 1 and e["path"][0] == f"r{i}"
+                                                for e in ans.errors):
+                    again.append(repo)
+                    continue
+                result[repo] = None if not isinstance(d, dict) else {
+                    "name_with_owner": d.get("nameWithOwner") or repo, "stars": d.get("stargazerCount"),
+                    "archived": d.get("isArchived"), "has_issues": d.get("hasIssuesEnabled"),
+                    "has_discussions": d.get("hasDiscussionsEnabled"),
+                    "issues_count": _count(d, "issues"), "prs_count": _count(d, "pullRequests"),
+                    "discussions_count": _count(d, "discussions"),
                 }
+            if again:
+                await one(again, counts=False)
         await asyncio.gather(*(one(repos[i:i + 100]) for i in range(0, len(repos), 100)))
     return result
+
+
+def _flag(value: Any) -> int | None:
+    return None if value is None else int(bool(value))
+
+
+def _count(d: dict[str, Any], field: str) -> int | None:
+    total = (d.get(field) or {}).get("totalCount")
+    return total if isinstance(total, int) else None
 
 
 def run_index(store: Store, *, dump: Path | None, repos_file: Path | None, repos: list[str], official_only: bool,
@@ -215,7 +235,7 @@ def run_index(store: Store, *, dump: Path | None, repos_file: Path | None, repos
                 missing += 1
                 if missing <= MAX_REPORTED:
                     notes.append(f"not found on GitHub: {r['repo']}")
-            elif m["stars"] < min_stars:
+            elif (m["stars"] or 0) < min_stars:
                 low += 1
             else:
                 kept.append(r)
@@ -231,8 +251,8 @@ def run_index(store: Store, *, dump: Path | None, repos_file: Path | None, repos
                 renamed += 1
                 extra["renamed_from"] = name
             name = m["name_with_owner"]
-            extra.update(stars=m["stars"], archived=int(m["archived"]), has_issues=int(m["has_issues"]),
-                         has_discussions=int(m["has_discussions"]), issues_count=m["issues_count"],
+            extra.update(stars=m["stars"], archived=_flag(m["archived"]), has_issues=_flag(m["has_issues"]),
+                         has_discussions=_flag(m["has_discussions"]), issues_count=m["issues_count"],
                          prs_count=m["prs_count"], discussions_count=m["discussions_count"])
         keep_names.add(r["repo"].lower())
         r["final"] = name

@@ -37,7 +37,7 @@ _FRAGMENTS = {
     "IssueHead": """
 fragment IssueHead on Issue {
   number url title body createdAt updatedAt closedAt authorAssociation state stateReason
-  author { login }
+  author { __typename login }
   reactions { totalCount }
   labels { totalCount }
   comments { totalCount }
@@ -45,7 +45,7 @@ fragment IssueHead on Issue {
     "PullHead": """
 fragment PullHead on PullRequest {
   number url title body createdAt updatedAt closedAt authorAssociation state
-  author { login }
+  author { __typename login }
   reactions { totalCount }
   labels { totalCount }
   comments { totalCount }
@@ -53,7 +53,7 @@ fragment PullHead on PullRequest {
     "DiscussionHead": """
 fragment DiscussionHead on Discussion {
   number url title body createdAt updatedAt closed closedAt stateReason authorAssociation
-  author { login }
+  author { __typename login }
   reactions { totalCount }
   category { name }
   answer { id }
@@ -63,7 +63,7 @@ fragment DiscussionHead on Discussion {
     "CommentFields": """
 fragment CommentFields on IssueComment {
   id body createdAt authorAssociation
-  author { login }
+  author { __typename login }
   reactions { totalCount }
 }""",
     "Replies": """
@@ -71,7 +71,7 @@ fragment Replies on DiscussionComment { replies(first: 100) { pageInfo { hasNext
     "DCommentFields": """
 fragment DCommentFields on DiscussionComment {
   id body createdAt authorAssociation isAnswer
-  author { login }
+  author { __typename login }
   reactions { totalCount }
 }""",
 }
@@ -143,6 +143,10 @@ class ListSeg:
     first: int
     after: str | None = None
     since: str | None = None
+    #: Also ask the list's oldest thread (``o<j>``: ``first: 1``, ``UPDATED_AT ASC``; 1 request): on the first
+    #: page of an incremental DESC pass it shows whether the server honours ``orderBy`` before the pass
+    #: stops at the first old thread.
+    probe: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,8 +218,12 @@ def _list_text(alias: str, seg: ListSeg) -> str:
     else:
         args.append("orderBy: {field: UPDATED_AT, direction: DESC}")
     frag = _HEAD_FRAGMENT[seg.kind]
-    return (f"{alias}: {_LIST_FIELD[seg.kind]}({', '.join(args)}) "
+    text = (f"{alias}: {_LIST_FIELD[seg.kind]}({', '.join(args)}) "
             f"{{ totalCount pageInfo {{ hasNextPage endCursor }} nodes {{ ...{frag} }} }}")
+    if seg.probe:
+        text += (f" o{alias[1:]}: {_LIST_FIELD[seg.kind]}(first: 1, orderBy: {{field: UPDATED_AT, direction: ASC}}) "
+                 "{ nodes { number updatedAt } }")
+    return text
 
 
 def _fill_text(alias: str, fill: Fill, doc: _Doc) -> str:
@@ -271,8 +279,8 @@ def plan_cost(plan: Plan) -> PlanCost:
     requests = nodes = 0
     for b in plan.blocks:
         for seg in b.lists:
-            requests += 1
-            nodes += seg.first
+            requests += 1 + seg.probe
+            nodes += seg.first + seg.probe
         for fill in b.fills:
             requests += fill.requests
             nodes += fill.nodes
@@ -284,18 +292,21 @@ def plan_cost(plan: Plan) -> PlanCost:
 
 # ---------------------------------------------------------------------- repository metadata
 
-REPO_META_FIELDS = """
-  nameWithOwner stargazerCount isArchived hasIssuesEnabled hasDiscussionsEnabled
+REPO_FLAGS = """
+  nameWithOwner stargazerCount isArchived hasIssuesEnabled hasDiscussionsEnabled"""
+REPO_META_FIELDS = REPO_FLAGS + """
   issues { totalCount }
   pullRequests { totalCount }
   discussions { totalCount }
 """
 
 
-def repo_meta_query(repos: list[tuple[str, str]]) -> str:
-    """Metadata for up to 100 repositories, one alias ``r<i>`` each (costs 1 point)."""
+def repo_meta_query(repos: list[tuple[str, str]], *, counts: bool = True) -> str:
+    """Metadata for up to 100 repositories, one alias ``r<i>`` each (costs 1 point); without the
+    issue/PR/discussion totals when not ``counts``."""
+    fields = REPO_META_FIELDS if counts else REPO_FLAGS + "\n"
     parts = [
-        f"r{i}: repository(owner: {_lit(o)}, name: {_lit(n)}) {{{REPO_META_FIELDS}}}"
+        f"r{i}: repository(owner: {_lit(o)}, name: {_lit(n)}) {{{fields}}}"
         for i, (o, n) in enumerate(repos)
     ]
     return "query RepoMeta {\n  " + RATE + "\n  " + "\n  ".join(parts) + "\n}\n"

@@ -40,7 +40,7 @@ from typing import Any
 
 from miner import queries as Q
 from miner.convert import comment_from_gql, parse_time, thread_from_gql
-from miner.graphql_client import GatewayError, GraphQLClient, GraphQLFailure
+from miner.graphql_client import GatewayError, GraphQLClient, GraphQLFailure, error_type
 from reprodiag.schema import Thread, thread_id
 from reprodiag.store import Checkpoint, Store, UpsertCounts
 
@@ -125,6 +125,16 @@ class _List:
     from_start: bool = True
     remaining: int | None = None
     pages: deque[_Page] = field(default_factory=deque)
+    #: Answers with an error on this list's page so far (it fails the repository at MAX_TRIES).
+    tries: int = 0
+    #: The server was seen to honour ``orderBy`` on this incremental DESC pass (see :meth:`Scheduler._take_list`).
+    ordered: bool = False
+    #: Issues: ``updatedAt`` each thread had when first listed in this run's pass (by number), and the
+    #: earliest such time of a thread listed twice (see :meth:`Scheduler._take_list`).
+    first_seen: dict[int, str] = field(default_factory=dict)
+    moved_from: str | None = None
+    #: The server failed on the order probe: ask none (the pass then reads the list to its end).
+    no_probe: bool = False
 
     def next_first(self) -> int:
         if self.remaining is not None:
@@ -134,7 +144,9 @@ class _List:
         return self.page_size
 
     def segment(self) -> Q.ListSeg:
-        return Q.ListSeg(self.kind, self.next_first(), self.cursor, self.hw if self.kind == "issue" else None)
+        probe = self.kind != "issue" and bool(self.hw) and self.cursor is None and not self.no_probe
+        return Q.ListSeg(self.kind, self.next_first(), self.cursor, self.hw if self.kind == "issue" else None,
+                         probe=probe)
 
 
 @dataclass
@@ -164,6 +176,8 @@ class _Repo:
     halvings: int = 0
     upserts: UpsertCounts = field(default_factory=UpsertCounts)
     disabled: list[str] = field(default_factory=list)
+    #: Answers whose repository block was nulled by an error below it (see ``Scheduler._block_lost``).
+    lost: int = 0
 
     @property
     def owner_name(self) -> tuple[str, str]:
@@ -406,7 +420,7 @@ def _error_type(errors: list[dict[str, Any]], *path: str) -> str | None:
     for e in errors:
         p = e.get("path") or []
         if tuple(p[:len(path)]) == path:
-            return str(e.get("type") or "")
+            return error_type(e)
     return None
 
 
@@ -432,6 +446,8 @@ class Scheduler:
         self.results: list[RepoResult] = []
         #: Called after each repository's result is appended (the caller records it at once).
         self.on_result: Callable[[], None] | None = None
+        #: Long comment lists are also read backwards (``last``/``before``); off once the server refuses that.
+        self.backwards = True
 
     # ------------------------------------------------------------------ activation
 
@@ -577,6 +593,9 @@ class Scheduler:
             await self._gateway(batch, cost)
             return
         except GraphQLFailure as exc:
+            if self._forwards_only(batch):  # a server that refuses ``last``/``before``: the same work forwards
+                await self._run(batch)
+                return
             if len(batch.involved()) > 1:
                 await asyncio.gather(*(self._run(p) for p in batch.split()))
                 return
@@ -585,6 +604,16 @@ class Scheduler:
             return
         self._charge(batch, ans.cost)
         self._absorb(batch, ans.data, ans.errors)
+
+    def _forwards_only(self, batch: _Batch) -> bool:
+        """Drop the backward pages of ``batch`` (and ask none from now on); False when it had none."""
+        fills = [w for fs in batch.fills for w in fs if w.fill.tail is not None]
+        if fills:
+            self.backwards = False
+        for w in fills:
+            w.both_ends = False
+            w.fill = replace(w.fill, tail=None)
+        return bool(fills)
 
     async def _gateway(self, batch: _Batch, cost: Q.PlanCost) -> None:
         """GitHub timed out (502/504): ask for less (split the query, lower the node budget, halve pages)."""
@@ -643,6 +672,12 @@ class Scheduler:
             if repo.state != "active":
                 continue
             block = data.get(f"r{i}")
+            if block is None and any(len(e.get("path") or ()) > 1 and (e.get("path") or [None])[0] == f"r{i}"
+                                     for e in errors):
+                # the repository exists; an error inside it (a disabled feature, a deleted thread) nulled the
+                # whole block: settle the items that failed, send the others again
+                self._block_lost(repo, batch, i, errors)
+                continue
             if block is None:
                 kind = _error_type(errors, f"r{i}")
                 msg = next((str(e.get("message")) for e in errors if (e.get("path") or [None])[0] == f"r{i}"),
@@ -656,7 +691,10 @@ class Scheduler:
             if repo.state != "active":
                 continue
             for j, lst in enumerate(batch.lists[i]):
-                self._take_list(lst, block, block.get(f"l{j}"))
+                conn = block.get(f"l{j}")
+                if conn is None and not self._list_error(lst, errors, f"r{i}", f"l{j}"):
+                    continue
+                self._take_list(lst, block, conn, block.get(f"o{j}"))
             for j, w in enumerate(batch.fills[i]):
                 self._take_fill(w, block.get(f"f{j}"), _error_type(errors, f"r{i}", f"f{j}"))
         for j, w in enumerate(batch.replies):
@@ -666,6 +704,46 @@ class Scheduler:
             if repo.state == "active":
                 for lst in repo.lists.values():
                     self._commit_ready(lst)
+
+    def _list_error(self, lst: _List, errors: list[dict[str, Any]], *path: str) -> bool:
+        """A list page came back null: True to treat it as before (no error said why).
+
+        An error on the first page of a list whose type says the feature is off or out of reach
+        (``FORBIDDEN``, ``NOT_FOUND``, or a message saying "disabled") marks that kind unavailable for the
+        repository; any other error leaves the page to be asked again (the repository fails after
+        :data:`MAX_TRIES`)."""
+        kind = _error_type(errors, *path)
+        if kind is None:
+            return True
+        msg = next((" ".join(str(e.get("message") or "").split()) for e in errors
+                    if tuple((e.get("path") or [])[:len(path)]) == path), "")
+        repo = lst.repo
+        if not lst.started and (kind in _GONE or "disabled" in msg.lower()):
+            lst.started = lst.exhausted = True
+            repo.disabled.append(DISABLED.get(lst.kind) or f"{_LIST_FIELDS[lst.kind]} unavailable: {msg[:120]}")
+            return False
+        lst.tries += 1
+        if lst.tries >= MAX_TRIES:
+            self._fail(repo, f"GitHub kept failing on the {_LIST_FIELDS[lst.kind]} list ({kind or msg[:120]})")
+        return False
+
+    def _block_lost(self, repo: _Repo, batch: _Batch, i: int, errors: list[dict[str, Any]]) -> None:
+        """Repository block ``r<i>`` is null because of errors below it: settle each item by its own error."""
+        repo.lost += 1
+        if repo.lost > 4 * MAX_TRIES:
+            msg = next((str(e.get("message")) for e in errors if (e.get("path") or [None])[0] == f"r{i}"), "")
+            self._fail(repo, f"GitHub kept failing inside the repository: {' '.join(msg.split())[:200]}")
+            return
+        for j, lst in enumerate(batch.lists[i]):
+            if _error_type(errors, f"r{i}", f"o{j}") is not None:
+                lst.no_probe = True
+            self._list_error(lst, errors, f"r{i}", f"l{j}")
+        for j, w in enumerate(batch.fills[i]):
+            err = _error_type(errors, f"r{i}", f"f{j}")
+            if err is None:
+                self.work.push(w)  # collateral: asked again, not a failed try
+            elif repo.state == "active":
+                self._take_fill(w, None, err)
 
     def _canonical(self, repo: _Repo, name: str | None) -> None:
         """GitHub answers for a renamed repository under its new ``nameWithOwner``: use that name."""
@@ -679,7 +757,8 @@ class Scheduler:
         repo.name = name
         self.by_name[name.lower()] = repo
 
-    def _take_list(self, lst: _List, block: dict[str, Any], conn: dict[str, Any] | None) -> None:
+    def _take_list(self, lst: _List, block: dict[str, Any], conn: dict[str, Any] | None,
+                   probe: dict[str, Any] | None = None) -> None:
         repo = lst.repo
         if not lst.started:
             lst.started = True
@@ -695,23 +774,41 @@ class Scheduler:
         keep, stop = nodes, False
         for n in nodes:
             lst.run_hw = later(lst.run_hw, n["updatedAt"])
+        if lst.kind == "issue":
+            # a thread listed twice in one ASC pass was updated meanwhile and moved to the end; with offset
+            # cursors (not keyset ones) everything after its old place shifted by one, so a thread may have
+            # been passed over: the next pass starts again from where it first was (a few threads re-read)
+            for n in nodes:
+                num, upd = int(n["number"]), str(n["updatedAt"])
+                if num in lst.first_seen:
+                    was = lst.first_seen[num]
+                    lst.moved_from = was if lst.moved_from is None or parse_time(was) < parse_time(lst.moved_from) \
+                        else lst.moved_from  # type: ignore[operator]
+                else:
+                    lst.first_seen[num] = upd
         if lst.kind != "issue" and lst.hw:
             # newest first: the first thread older than the high-water mark ends the pass (a server that
             # ignores orderBy is read to the end instead: nothing older is kept, nothing newer is missed)
             cut = parse_time(lst.hw)
             times = [parse_time(n["updatedAt"]) for n in nodes]
             keep = [n for n, t in zip(nodes, times, strict=True) if t >= cut]  # type: ignore[operator]
+            if probe is not None:
+                lst.ordered = _honours_order(nodes, probe)
             newest_first = all(a >= b for a, b in zip(times, times[1:], strict=False))  # type: ignore[operator]
-            stop = newest_first and len(keep) < len(nodes)
+            stop = lst.ordered and newest_first and len(keep) < len(nodes)
         info = conn.get("pageInfo") or {}
         done = stop or not info.get("hasNextPage")
+        if not done and (not info.get("endCursor") or info.get("endCursor") == lst.cursor):
+            self._fail(repo, f"GitHub's {_LIST_FIELDS[lst.kind]} list did not advance (hasNextPage without a new "
+                             "endCursor)")
+            return
         end = info.get("endCursor") or lst.cursor
         lst.listed += len(nodes)
         total = conn.get("totalCount")
         exact = lst.from_start and (lst.kind == "issue" or not lst.hw)
         lst.remaining = total - lst.listed if exact and isinstance(total, int) and total > lst.listed else None
         cp = Checkpoint(repo.name, lst.kind, cursor=None if done else end,
-                        high_water=later(lst.hw, lst.run_hw) if done else lst.hw,
+                        high_water=(lst.moved_from or later(lst.hw, lst.run_hw)) if done else lst.hw,
                         run_high_water=None if done else lst.run_hw, complete=done, page_size=lst.page_size)
         page = _Page(lst, [], cp)
         stored = self._stored_updated(repo.name, lst.kind, keep)
@@ -726,7 +823,8 @@ class Scheduler:
             if labels or comments:
                 page.open += 1
                 total = _total(n.get("comments"))
-                tail = Q.TailPage(None, min(Q.PAGE, total - Q.PAGE + 1)) if total and total > BOTH_ENDS else None
+                tail = Q.TailPage(None, min(Q.PAGE, total - Q.PAGE + 1)) \
+                    if self.backwards and total and total > BOTH_ENDS else None
                 fill = Q.Fill(lst.kind, int(n["number"]), Q.Page() if labels else None,
                               Q.Page() if comments else None, tail)
                 self.work.push(_FillWork(page, d, fill, _total(n.get("labels")), total))
@@ -762,6 +860,7 @@ class Scheduler:
         page, d, f = w.page, w.draft, w.fill
         if obj is None and f.tail is not None and error != "NOT_FOUND":
             # a server that cannot page backwards: the same fill again, forwards only (not a failed try)
+            self.backwards = False
             w.both_ends = False
             w.fill = replace(f, tail=None)
             self.work.push(w)
@@ -782,6 +881,9 @@ class Scheduler:
         tail = None
         if f.comments is not None:
             comments, tail = self._take_comments(w, obj)
+        if _stuck(f.labels, labels) or _stuck(f.comments, comments):
+            self._fail(w.repo, f"GitHub repeated a page of {w.repo.name}#{f.number} (cursor did not advance)")
+            return
         if labels or comments:
             w.fill = Q.Fill(f.kind, f.number, labels, comments, tail)
             self.work.push(w)
@@ -852,7 +954,7 @@ class Scheduler:
         if nxt is None or met:
             return None, None
         tail_page = None
-        if w.both_ends and w.tail_started and w.tail_before and w.comments_left is not None:
+        if self.backwards and w.both_ends and w.tail_started and w.tail_before and w.comments_left is not None:
             tail_page = _tail_for(w.comments_left)
             if tail_page is not None:
                 tail_page = replace(tail_page, before=w.tail_before)
@@ -869,6 +971,9 @@ class Scheduler:
         w.comment.replies.extend(nodes)
         w.left = _less(w.left, len(nodes))
         nxt = _next(conn, w.replies.page)
+        if _stuck(w.replies.page, nxt):
+            self._fail(w.repo, f"GitHub repeated a page of replies of {w.replies.comment_id} (cursor did not advance)")
+            return
         if nxt is not None:
             w.replies = Q.Replies(w.replies.comment_id, nxt)
             self.work.push(w)
@@ -923,6 +1028,21 @@ class Scheduler:
                                        requests=repo.requests, note=f"same repository as {other}"))
 
 
+def _honours_order(desc: list[dict[str, Any]], probe: dict[str, Any]) -> bool:
+    """Whether a list asked ``UPDATED_AT DESC`` (first page ``desc``) really is in that order, judged by the
+    same list asked ``ASC`` (``probe``, its first node): a server that ignores ``orderBy`` answers the same
+    first thread both ways; one that honours it answers the oldest, no newer than anything on the page."""
+    oldest = [n for n in (probe.get("nodes") or []) if isinstance(n, dict) and n.get("updatedAt")]
+    if not desc:
+        return True
+    if not oldest:
+        return False
+    t_old = parse_time(oldest[0]["updatedAt"])
+    if any(parse_time(n["updatedAt"]) < t_old for n in desc):  # type: ignore[operator]
+        return False
+    return oldest[0].get("number") != desc[0].get("number") or len(desc) == 1
+
+
 def _round_points(repo: _Repo) -> int:
     """Whole points for the status table (at least 1 once the repository was in any query)."""
     return max(1, round(repo.points)) if repo.requests else 0
@@ -937,6 +1057,11 @@ def _next(conn: dict[str, Any], page: Q.Page) -> Q.Page | None:
     if info.get("hasNextPage") and info.get("endCursor"):
         return Q.Page(info["endCursor"], page.first)
     return None
+
+
+def _stuck(page: Q.Page | None, nxt: Q.Page | None) -> bool:
+    """The server said there is more but gave back the cursor it was asked from (paging would never end)."""
+    return page is not None and nxt is not None and page.after is not None and nxt.after == page.after
 
 
 def _thread(repo: str, kind: str, d: _Draft) -> Thread:

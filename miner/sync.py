@@ -11,11 +11,21 @@ it**, so a process killed at any instant resumes exactly where it stopped.
   water of a pass is the newest ``updatedAt`` seen (keyset cursors: a thread updated
   during the pass moves to the end and is seen again).
 * Pull requests and discussions have no ``since``: ``orderBy: UPDATED_AT DESC`` and stop
-  at the first node older than the high-water mark. Threads stored with the same
+  at the first node older than the high-water mark, once the first page's query also asked
+  the list's oldest thread (``first: 1``, ``ASC``, 1 request) and so showed that the server
+  honours ``orderBy`` (otherwise the list is read to its end: slower, nothing missed).
+* A thread listed twice in one issue pass moved while the pass ran; with offset cursors a
+  thread may have been passed over, so the next pass starts where the moved one first was. Threads stored with the same
   ``updatedAt`` are not completed again, so an unchanged repository re-syncs for a
   share of one packed query (at most 2 points on its own).
 * Renamed repositories are stored under GitHub's current ``nameWithOwner``; the rename
   is recorded in the index (``repos.renamed_from``) and followed on later runs.
+* Server differences degrade to more requests, never to missing data: ``totalCount`` left
+  out (every connection is then asked), ``last``/``before`` refused or ignored (long comment
+  lists read forwards only), a disabled feature answered with an error inside the repository
+  (that kind is noted as unavailable, the others are mined), ``/graphql`` at the root of
+  ``--api-url`` instead of ``/api/graphql``. A server whose cursors do not advance fails
+  the repository with a clear note instead of looping.
 """
 
 from __future__ import annotations
@@ -79,9 +89,27 @@ def _kinds(include_prs: bool, include_discussions: bool) -> list[str]:
 # ---------------------------------------------------------------------- entry points
 
 
-def _renames(store: Store) -> dict[str, str]:
+def known_renames(store: Store) -> dict[str, str]:
     """Old name (lower case) → current name, from renames recorded in the index."""
     return {r["renamed_from"].lower(): r["repo"] for r in store.repos() if r.get("renamed_from")}
+
+
+def record_rename(store: Store, requested: str, name: str) -> bool:
+    """GitHub answered for ``requested`` under ``name``: record the rename in the index (keeping what it
+    knew) and mark the old name skipped. Only the case differs (or nothing): the requested name's
+    pending status row is dropped in favour of GitHub's spelling. True for a real rename."""
+    if name == requested:
+        return False
+    if name.lower() == requested.lower():
+        with store.transaction() as c:
+            c.execute("DELETE FROM repo_status WHERE repo=? AND status='pending'", (requested,))
+        return False
+    old = {r["repo"].lower(): r for r in store.repos()}.get(requested.lower(), {})
+    keep = {k: old.get(k) for k in ("stars", "archived", "has_issues", "has_discussions", "official",
+                                    "framework")}
+    store.upsert_repo(name, renamed_from=requested, **keep, **old.get("meta", {}))
+    store.set_repo_status(requested, "skipped", last_error=f"renamed to {name} (mined under that name)")
+    return True
 
 
 def _record(store: Store, res: RepoResult, counts: dict[str, int]) -> None:
@@ -90,12 +118,7 @@ def _record(store: Store, res: RepoResult, counts: dict[str, int]) -> None:
         store.set_repo_status(res.requested, "skipped", last_error=res.note)
         counts["skipped"] += 1
         return
-    if res.name.lower() != res.requested.lower():
-        old = {r["repo"].lower(): r for r in store.repos()}.get(res.requested.lower(), {})
-        keep = {k: old.get(k) for k in ("stars", "archived", "has_issues", "has_discussions", "official",
-                                        "framework")}
-        store.upsert_repo(res.name, renamed_from=res.requested, **keep, **old.get("meta", {}))
-        store.set_repo_status(res.requested, "skipped", last_error=f"renamed to {res.name} (mined under that name)")
+    if record_rename(store, res.requested, res.name):
         counts["renamed"] = counts.get("renamed", 0) + 1
     store.set_repo_status(res.name, res.status, threads=res.threads if res.status != "failed" else None,
                           points=res.points, requests=res.requests, last_error=res.note)
@@ -112,7 +135,7 @@ async def mine_async(store: Store, repos: list[str], *, url: str, tokens: list[S
     """Mine ``repos`` with the GraphQL path; returns counters for the report."""
     counts = {"repos": len(repos), "done": 0, "failed": 0, "skipped": 0, "inserted": 0, "updated": 0,
               "unchanged": 0, "points": 0, "requests": 0, "page_halvings": 0}
-    renames = _renames(store)
+    renames = known_renames(store)
     pairs = [(r, renames.get(r.lower(), r)) for r in repos]
     with out.progress_bar() as prog:
         task = prog.add_task("mining", total=len(repos), status="")

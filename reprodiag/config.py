@@ -95,6 +95,9 @@ class ApiUrls:
             raise UserError(f"--api-url must start with http:// or https://, got {base!r}")
         if base == GITHUB_API_URL:
             return cls(GITHUB_API_URL, GITHUB_API_URL + "/graphql")
-        if base.endswith("/api/v3"):
-            base = base[: -len("/api/v3")]
+        for suffix in ("/api/v3", "/api/graphql"):  # the Enterprise layout, given by either endpoint
+            if base.endswith(suffix):
+                return cls(base[: -len(suffix)] + "/api/v3", base[: -len(suffix)] + "/api/graphql")
+        if base.endswith("/graphql"):  # the api.github.com layout at another root: REST at the root
+            return cls(base[: -len("/graphql")], base)
         return cls(base + "/api/v3", base + "/api/graphql")

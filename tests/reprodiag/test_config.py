@@ -50,6 +50,9 @@ def test_api_urls_layouts():
     assert (gh.rest, gh.graphql) == ("https://api.github.com", "https://api.github.com/graphql")
     ent = ApiUrls.from_base("https://ghe.corp/api/v3/")
     assert (ent.rest, ent.graphql) == ("https://ghe.corp/api/v3", "https://ghe.corp/api/graphql")
+    assert ApiUrls.from_base("https://ghe.corp/api/graphql") == ent == ApiUrls.from_base("https://ghe.corp")
+    root = ApiUrls.from_base("http://127.0.0.1:9000/graphql")
+    assert (root.rest, root.graphql) == ("http://127.0.0.1:9000", "http://127.0.0.1:9000/graphql")
     with pytest.raises(UserError):
         ApiUrls.from_base("ftp://x")
 
