@@ -31,6 +31,7 @@ from extract.base import Extractor
 from extract.pricing import Usage, cost_line
 from extract.prompts import PROMPT_VERSION, build_messages, reask_message
 from reprodiag.errors import UserError
+from reprodiag.jsontext import first_json_object
 from reprodiag.schema import Record, Thread
 
 MAX_OUTPUT_TOKENS = 4096
@@ -66,14 +67,14 @@ def custom_id(thread_id: str) -> str:
 def parse_answer(text: str | None, data: Any) -> LLMAnswer:
     obj = data
     if obj is None:
-        raw = (text or "").strip()
-        if raw.startswith("```"):
-            raw = raw.strip("`")
-            raw = raw[raw.find("{"):] if "{" in raw else raw
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            raise AnswerError(f"answer is not valid JSON ({exc})") from None
+        obj = first_json_object(text)
+        if obj is None:  # the strict parser's message says where it broke
+            try:
+                json.loads((text or "").strip())
+                detail = "no JSON object in it"
+            except ValueError as exc:
+                detail = str(exc)
+            raise AnswerError(f"answer is not valid JSON ({detail})") from None
     try:
         return LLMAnswer.model_validate(obj)
     except ValidationError as exc:

@@ -8,13 +8,11 @@ retried once, then the grade is an error (reported apart from misses), never a c
 
 from __future__ import annotations
 
-import json
-import re
-
 from eval_diagnosis.answers import parse_directions
 from eval_diagnosis.graders.base import DirectionGrade, Grade
 from eval_diagnosis.prompt import user_prompt
 from eval_diagnosis.providers import ChatClient, ProviderError
+from reprodiag.jsontext import first_json_object
 from reprodiag.schema import EvalItem
 
 JUDGE_SYSTEM = (
@@ -42,13 +40,7 @@ def _judge_prompt(item: EvalItem, directions: list[str], reference: bool) -> str
 
 
 def _parse_verdict(text: str, n: int) -> list[bool] | None:
-    m = re.search(r"\{.*\}", text or "", re.S)
-    if not m:
-        return None
-    try:
-        doc = json.loads(m.group(0))
-    except ValueError:
-        return None
+    doc = first_json_object(text)
     matches = doc.get("matches") if isinstance(doc, dict) else None
     if not isinstance(matches, list) or not all(isinstance(x, bool) for x in matches):
         return None

@@ -138,3 +138,14 @@ def test_openai_compatible_falls_back_to_json_mode_and_needs_no_key(openai_serve
         CompatibleExtractor("m", base_url=None, env={})
     with pytest.raises(UserError):
         OpenAIExtractor("m", env={})
+
+
+def test_json_wrapped_in_prose_is_read_without_a_reask(openai_server) -> None:
+    """Servers without structured outputs (proxies, older models) answer with prose around the JSON."""
+    t = llm_thread(9)
+    body = json.dumps(answer_for(t))
+    openai_server.script(Reply.of_text(f"Sure! Here is the diagnosis record:\n```json\n{body}\n```\nLet me know {{:)}}"))
+    ex = _ex(openai_server)
+    [r] = ex.extract([t])
+    assert len(openai_server.api_requests("/v1/chat/completions")) == 1
+    assert r.symptom.paper_value == 32.7 and r.root_cause == answer_for(t)["root_cause"]
