@@ -73,6 +73,7 @@ class Rule:
     anchor: tuple[str, ...] = ()
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     anchor_regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _py_replacement: str = field(init=False, repr=False, compare=False, default="")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "regex", re.compile(self.pattern))
@@ -80,10 +81,12 @@ class Rule:
             "(?i)" + "|".join(map(re.escape, self.anchor))) if self.anchor else None)
         if not self.replacement:
             object.__setattr__(self, "replacement", placeholder(self.kind))
+        object.__setattr__(self, "_py_replacement", re.sub(r"\$\{(\d+)\}", r"\\g<\1>", self.replacement))
 
     @property
     def py_replacement(self) -> str:
-        return re.sub(r"\$\{(\d+)\}", r"\\g<\1>", self.replacement)
+        """``replacement`` in Python's ``re.sub`` syntax (``${1}`` → ``\\g<1>``), computed once."""
+        return self._py_replacement
 
 
 def placeholder(kind: str) -> str:
