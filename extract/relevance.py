@@ -148,9 +148,50 @@ _NEG_LABELS = {
 _POS_LABELS = re.compile(r"reproduc|replicat|performance|results?\b|accuracy", _I)
 
 
-def _lowered(table: dict[str, tuple[float, re.Pattern[str]]]) -> dict[str, tuple[float, re.Pattern[str]]]:
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a regex (``a|b(c|d)|[|]`` → ``a``, ``b(c|d)``, ``[|]``)."""
+    parts: list[str] = []
+    depth = start = i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a character class: ``|`` and ``(`` inside do not count; ``]`` first is literal
+            i += 1
+            if i < len(pattern) and pattern[i] == "^":
+                i += 1
+            if i < len(pattern) and pattern[i] == "]":
+                i += 1
+            while i < len(pattern) and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+class _AnyOf:
+    """A cue regex searched as its top-level alternatives one by one (same answer as the whole pattern:
+    Python's engine tries every alternative at every position, so separate scans are markedly faster)."""
+
+    def __init__(self, rx: re.Pattern[str]) -> None:
+        self.pattern = rx.pattern
+        self.parts = tuple(re.compile(p, rx.flags) for p in _alternatives(rx.pattern))
+
+    def search(self, text: str) -> bool:
+        return any(r.search(text) is not None for r in self.parts)
+
+
+def _lowered(table: dict[str, tuple[float, re.Pattern[str]]]) -> dict[str, tuple[float, _AnyOf]]:
     """Case-folded copies: searching lower-cased text without re.IGNORECASE is markedly faster."""
-    return {k: (w, re.compile(rx.pattern.lower(), rx.flags & ~re.I)) for k, (w, rx) in table.items()}
+    return {k: (w, _AnyOf(re.compile(rx.pattern.lower(), rx.flags & ~re.I))) for k, (w, rx) in table.items()}
 
 
 _POS_L = _lowered(_POS)
@@ -216,10 +257,10 @@ KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _hit(name: str, rx: re.Pattern[str], text: str, prefilter: bool) -> bool:
+def _hit(name: str, rx: _AnyOf, text: str, prefilter: bool) -> bool:
     if prefilter and not any(k in text for k in KEYS[name]):
         return False
-    return rx.search(text) is not None
+    return rx.search(text)
 
 
 def signals(thread: Thread, *, prefilter: bool = True) -> Signals:

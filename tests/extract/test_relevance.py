@@ -86,3 +86,33 @@ def test_templates_and_dumps_do_not_hide_a_comparison(title: str, body: str) -> 
 def test_success_reports_setup_help_and_citation_questions_are_dropped(title: str, body: str) -> None:
     d = classify([make_thread(title, body, REPLY)])[0]
     assert not d.is_reproduction, d.signals
+
+
+def test_alternatives_split_only_at_top_level() -> None:
+    from extract.relevance import _alternatives
+
+    assert _alternatives(r"a|b(c|d)|[|(]x|\|y|(?:e|f)g|[]|]z|[^]|]w") == [
+        "a", "b(c|d)", "[|(]x", r"\|y", "(?:e|f)g", "[]|]z", "[^]|]w"]
+    assert _alternatives("single") == ["single"]
+
+
+def test_cue_patterns_searched_by_alternative_answer_like_the_whole_pattern(sample_threads) -> None:  # noqa: ANN001
+    """Every cue, on the prose windows of every labeled thread we ship and on odd strings, gives the same
+    answer searched alternative by alternative as the whole regex does."""
+    import random
+    import re
+
+    from extract.bench import load_dev_set
+    from extract.relevance import _NEG_L, _POS_L, _window
+    from tests.extract.test_devset import DEVSET
+
+    threads = list(sample_threads) + [t for name in ("devset", "realism", "realgh")
+                                      for t, *_ in load_dev_set(DEVSET.parent / f"{name}.jsonl")]
+    texts = [part.lower() for t in threads for part in _window(t)]
+    rng = random.Random(3)
+    words = ["paper", "reported", "vs", "got", "only", "|", "(", "[", "81.8", "复现", "\n", "table 2", "not match"]
+    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(0, 12))) for _ in range(300)]
+    for name, (_w, cue) in {**_POS_L, **_NEG_L}.items():
+        whole = re.compile(cue.pattern, cue.parts[0].flags)
+        for text in texts:
+            assert cue.search(text) == (whole.search(text) is not None), (name, text[:80])
