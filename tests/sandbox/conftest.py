@@ -7,6 +7,7 @@ import socket
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -45,13 +46,9 @@ def step(workdir: Path) -> Callable[..., StepRequest]:
     return make
 
 
-@pytest.fixture
-def loopback_server() -> Iterator[tuple[int, list[bytes]]]:
-    """A TCP server on 127.0.0.1 that records what each connection sends."""
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(8)
+@contextmanager
+def recording_server(srv: socket.socket, recv_bytes: int = 1024) -> Iterator[list[bytes]]:
+    """Serve the listening socket ``srv`` in a thread, recording what each connection sends; closes it."""
     srv.settimeout(0.2)
     got: list[bytes] = []
     stop = threading.Event()
@@ -65,16 +62,29 @@ def loopback_server() -> Iterator[tuple[int, list[bytes]]]:
             with conn:
                 conn.settimeout(1)
                 try:
-                    got.append(conn.recv(1024))
+                    got.append(conn.recv(recv_bytes))
                 except OSError:
                     got.append(b"")
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
-    yield srv.getsockname()[1], got
-    stop.set()
-    t.join(2)
-    srv.close()
+    try:
+        yield got
+    finally:
+        stop.set()
+        t.join(2)
+        srv.close()
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP server on 127.0.0.1 that records what each connection sends."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    with recording_server(srv) as got:
+        yield srv.getsockname()[1], got
 
 
 CaseFactory = Callable[..., Path]

@@ -34,7 +34,7 @@ from sandbox.backends.bwrap import BwrapBackend, python_dirs
 from sandbox.replay import printable, replay_case
 from sandbox.spec import load_spec
 from sandbox.workdir import _open_dir
-from tests.sandbox.conftest import CaseFactory, procs_with
+from tests.sandbox.conftest import CaseFactory, procs_with, recording_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERDICTS = {"confirmed", "symptom_not_reproduced", "fix_not_confirmed", "unstable", "error", "timeout", "skipped"}
@@ -102,29 +102,8 @@ def host_abstract_socket() -> Iterator[tuple[str, list[bytes]]]:
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind("\0" + name)
     srv.listen(4)
-    srv.settimeout(0.2)
-    got: list[bytes] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(1)
-                try:
-                    got.append(conn.recv(64))
-                except OSError:
-                    got.append(b"")
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    yield name, got
-    stop.set()
-    t.join(2)
-    srv.close()
+    with recording_server(srv, 64) as got:
+        yield name, got
 
 
 NETWORK_PROBE = """
