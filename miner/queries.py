@@ -179,11 +179,32 @@ class Replies:
 
 
 @dataclass(frozen=True)
+class ReplyWalk:
+    """Replies read through their discussion, for servers that cannot look a comment up by ``node(id:)``:
+    a window of ``first`` comments ``after`` a cursor, each with its first 100 replies (``replies_after``:
+    the next page of replies instead, for a window of the one comment holding them). Costs 1 + ``first``."""
+
+    number: int
+    after: str | None = None
+    first: int = 10
+    replies_after: str | None = None
+
+    @property
+    def requests(self) -> int:
+        return 1 + self.first
+
+    @property
+    def nodes(self) -> int:
+        return self.first + self.first * PAGE
+
+
+@dataclass(frozen=True)
 class RepoBlock:
     owner: str
     name: str
     lists: tuple[ListSeg, ...] = ()
     fills: tuple[Fill, ...] = ()
+    walks: tuple[ReplyWalk, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -246,7 +267,7 @@ def _fill_text(alias: str, fill: Fill, doc: _Doc) -> str:
 
 
 def build(plan: Plan) -> str:
-    """The query text of ``plan`` (aliases ``r<i>``, ``l<j>``, ``f<j>``, ``n<j>`` in plan order)."""
+    """The query text of ``plan`` (aliases ``r<i>``, ``l<j>``, ``f<j>``, ``w<j>``, ``n<j>`` in plan order)."""
     doc = _Doc()
     for i, b in enumerate(plan.blocks):
         inner = ["nameWithOwner hasIssuesEnabled hasDiscussionsEnabled"]
@@ -255,6 +276,13 @@ def build(plan: Plan) -> str:
             inner.append(_list_text(f"l{j}", seg))
         for j, fill in enumerate(b.fills):
             inner.append(_fill_text(f"f{j}", fill, doc))
+        for j, walk in enumerate(b.walks):
+            doc.fragments.add("DCommentFields")
+            after = f", after: {_lit(walk.after)}" if walk.after else ""
+            r_after = f", after: {_lit(walk.replies_after)}" if walk.replies_after else ""
+            inner.append(f"w{j}: discussion(number: {int(walk.number)}) {{ comments(first: {int(walk.first)}{after}) "
+                         f"{{ {_PAGE_INFO} edges {{ cursor node {{ id replies(first: {PAGE}{r_after}) {{ totalCount "
+                         f"{_PAGE_INFO} nodes {{ ...DCommentFields }} }} }} }} }} }}")
         doc.parts.append(f"r{i}: repository(owner: {_lit(b.owner)}, name: {_lit(b.name)}) {{\n    "
                          + "\n    ".join(inner) + "\n  }")
     for j, rep in enumerate(plan.replies):
@@ -284,6 +312,9 @@ def plan_cost(plan: Plan) -> PlanCost:
         for fill in b.fills:
             requests += fill.requests
             nodes += fill.nodes
+        for walk in b.walks:
+            requests += walk.requests
+            nodes += walk.nodes
     for rep in plan.replies:
         requests += 1
         nodes += rep.page.first

@@ -269,7 +269,7 @@ class _FillWork:
 
 @dataclass(eq=False)
 class _ReplyWork:
-    """``left``: replies not fetched yet (None: not said)."""
+    """``left``: replies not fetched yet (None: not said); ``number``: the discussion's (for a :class:`_WalkWork`)."""
 
     page: _Page
     comment: _CommentDraft
@@ -277,6 +277,7 @@ class _ReplyWork:
     left: int | None = None
     tries: int = 0
     requests: int = 1
+    number: int | None = None
 
     @property
     def repo(self) -> _Repo:
@@ -295,7 +296,40 @@ class _ReplyWork:
         return _more(self.left, self.replies.page)
 
 
-_Work = _FillWork | _ReplyWork
+@dataclass(eq=False)
+class _WalkWork:
+    """Replies of ``targets`` (comment id → its reply work) read through their discussion, window by window
+    (a server that cannot look comments up by ``node(id:)``). The targets hold the page's open counts."""
+
+    page: _Page
+    walk: Q.ReplyWalk
+    targets: dict[str, _ReplyWork] = field(default_factory=dict)
+    tries: int = 0
+    started: bool = False
+
+    @property
+    def repo(self) -> _Repo:
+        return self.page.lst.repo
+
+    @property
+    def requests(self) -> int:
+        return self.walk.requests
+
+    @property
+    def nodes(self) -> int:
+        return self.walk.nodes
+
+    @property
+    def depth(self) -> int:
+        return 2
+
+    @property
+    def bound(self) -> int:
+        """The next window, and a further page of replies for each comment of this one."""
+        return self.walk.requests + 2 * self.walk.first
+
+
+_Work = _FillWork | _ReplyWork | _WalkWork
 
 
 class _WorkQueue:
@@ -346,6 +380,7 @@ class _Batch:
     lists: list[list[_List]] = field(default_factory=list)
     fills: list[list[_FillWork]] = field(default_factory=list)
     replies: list[_ReplyWork] = field(default_factory=list)
+    walks: list[list[_WalkWork]] = field(default_factory=list)
     #: Sent before it was full by rule (d) of the module doc.
     early: bool = False
 
@@ -356,25 +391,31 @@ class _Batch:
         self.repos.append(repo)
         self.lists.append([])
         self.fills.append([])
+        self.walks.append([])
         return len(self.repos) - 1
 
     def add(self, w: _Work) -> None:
         if isinstance(w, _FillWork):
             self.fills[self.block(w.repo)].append(w)
+        elif isinstance(w, _WalkWork):
+            w.started = True
+            self.walks[self.block(w.repo)].append(w)
         else:
             self.replies.append(w)
 
     def plan(self) -> Q.Plan:
         blocks = tuple(
-            Q.RepoBlock(*r.owner_name, lists=tuple(lst.segment() for lst in ls), fills=tuple(f.fill for f in fs))
-            for r, ls, fs in zip(self.repos, self.lists, self.fills, strict=True))
+            Q.RepoBlock(*r.owner_name, lists=tuple(lst.segment() for lst in ls), fills=tuple(f.fill for f in fs),
+                        walks=tuple(w.walk for w in ws))
+            for r, ls, fs, ws in zip(self.repos, self.lists, self.fills, self.walks, strict=True))
         return Q.Plan(blocks, tuple(w.replies for w in self.replies))
 
     def bound(self) -> int:
         """Most follow-up requests its answer can add (unbounded while it reads a list)."""
         if any(self.lists):
             return _UNBOUNDED
-        return sum(w.bound for fs in self.fills for w in fs) + sum(w.bound for w in self.replies)
+        return (sum(w.bound for fs in self.fills for w in fs) + sum(w.bound for w in self.replies)
+                + sum(w.bound for ws in self.walks for w in ws))
 
     def involved(self) -> list[_Repo]:
         out = list(self.repos)
@@ -390,6 +431,7 @@ class _Batch:
             if self.lists[i]:
                 units.append((r, self.lists[i]))
             units.extend(self.fills[i])
+            units.extend(self.walks[i])
         units.extend(self.replies)
         if len(units) < 2:
             return [self]
@@ -443,6 +485,10 @@ class Scheduler:
         self.inflight_bound = 0
         #: Queries in flight sent early by rule (d) (at most one).
         self.early_inflight = 0
+        #: Comments found by ``node(id:)`` in this run (0: the server may not offer that lookup).
+        self.node_ok = 0
+        #: Walks through discussions for replies, by (page, discussion number).
+        self.walkers: dict[tuple[int, int], _WalkWork] = {}
         self.results: list[RepoResult] = []
         #: Called after each repository's result is appended (the caller records it at once).
         self.on_result: Callable[[], None] | None = None
@@ -596,6 +642,13 @@ class Scheduler:
             if self._forwards_only(batch):  # a server that refuses ``last``/``before``: the same work forwards
                 await self._run(batch)
                 return
+            if batch.replies and not self.node_ok:  # a server without ``node(id:)``: replies through discussions
+                for w in batch.replies:
+                    self._walk_for(w)
+                batch.replies = []
+                if batch.repos:
+                    await self._run(batch)
+                return
             if len(batch.involved()) > 1:
                 await asyncio.gather(*(self._run(p) for p in batch.split()))
                 return
@@ -632,6 +685,9 @@ class Scheduler:
             await self._run(batch)
             return
         smaller = False
+        for ww in [w for ws in batch.walks for w in ws]:
+            smaller = smaller or ww.walk.first > 1
+            ww.walk = replace(ww.walk, first=max(1, ww.walk.first // 2))
         for w in [w for fs in batch.fills for w in fs] + list(batch.replies):
             if isinstance(w, _FillWork):
                 f = w.fill
@@ -654,8 +710,8 @@ class Scheduler:
     def _charge(self, batch: _Batch, points: int) -> None:
         """Attribute the query's points to its repositories by their share of its requests."""
         share: dict[int, list[Any]] = {}
-        for r, ls, fs in zip(batch.repos, batch.lists, batch.fills, strict=True):
-            share[id(r)] = [r, len(ls) + sum(f.requests for f in fs)]
+        for r, ls, fs, ws in zip(batch.repos, batch.lists, batch.fills, batch.walks, strict=True):
+            share[id(r)] = [r, len(ls) + sum(f.requests for f in fs) + sum(w.requests for w in ws)]
         for w in batch.replies:
             share.setdefault(id(w.repo), [w.repo, 0])[1] += 1
         total = max(1, sum(n for _r, n in share.values()))
@@ -697,6 +753,9 @@ class Scheduler:
                 self._take_list(lst, block, conn, block.get(f"o{j}"))
             for j, w in enumerate(batch.fills[i]):
                 self._take_fill(w, block.get(f"f{j}"), _error_type(errors, f"r{i}", f"f{j}"))
+            for j, ww in enumerate(batch.walks[i]):
+                if repo.state == "active":
+                    self._take_walk(ww, block.get(f"w{j}"), _error_type(errors, f"r{i}", f"w{j}"))
         for j, w in enumerate(batch.replies):
             if w.repo.state == "active":
                 self._take_replies(w, data.get(f"n{j}"), _error_type(errors, f"n{j}"))
@@ -744,6 +803,12 @@ class Scheduler:
                 self.work.push(w)  # collateral: asked again, not a failed try
             elif repo.state == "active":
                 self._take_fill(w, None, err)
+        for j, ww in enumerate(batch.walks[i]):
+            err = _error_type(errors, f"r{i}", f"w{j}")
+            if err is None:
+                self.work.push(ww)
+            elif repo.state == "active":
+                self._take_walk(ww, None, err)
 
     def _canonical(self, repo: _Repo, name: str | None) -> None:
         """GitHub answers for a renamed repository under its new ``nameWithOwner``: use that name."""
@@ -900,7 +965,8 @@ class Scheduler:
         cd = d.by_id[key] = _CommentDraft(c)
         if w.fill.kind == "discussion" and _maybe_some(c.get("replies")):
             w.page.open += 1
-            self.work.push(_ReplyWork(w.page, cd, Q.Replies(c["id"]), _total(c.get("replies"))))
+            self.work.push(_ReplyWork(w.page, cd, Q.Replies(c["id"]), _total(c.get("replies")),
+                                      number=w.fill.number))
         return cd, True
 
     def _take_comments(self, w: _FillWork, obj: dict[str, Any]) -> tuple[Q.Page | None, Q.TailPage | None]:
@@ -961,6 +1027,14 @@ class Scheduler:
         return nxt, tail_page
 
     def _take_replies(self, w: _ReplyWork, obj: dict[str, Any] | None, error: str | None) -> None:
+        if obj is None and w.number is not None and (
+                not self.node_ok or (error != "NOT_FOUND" and w.tries + 1 >= MAX_TRIES)):
+            # no comment looked up by id has been found in this run (a server without ``node(id:)`` says
+            # NOT_FOUND or nothing), or this one keeps failing: read its replies through the discussion
+            self._walk_for(w)
+            return
+        if obj is not None:
+            self.node_ok += 1
         if obj is None:
             self._missing(w, error, f"replies of {w.replies.comment_id}")
             if error == "NOT_FOUND":  # the comment was deleted meanwhile: keep what we have
@@ -979,6 +1053,59 @@ class Scheduler:
             self.work.push(w)
         else:
             w.page.open -= 1
+
+    def _walk_for(self, w: _ReplyWork) -> None:
+        """Hand ``w`` to a walk through its discussion (a new one unless a queued one has not started)."""
+        assert w.number is not None
+        key = (id(w.page), w.number)
+        ww = self.walkers.get(key)
+        if ww is None or ww.started:
+            ww = self.walkers[key] = _WalkWork(w.page, Q.ReplyWalk(w.number))
+            self.work.push(ww)
+        w.comment.replies.clear()  # the walk reads them all from the first
+        ww.targets[str(w.replies.comment_id)] = w
+
+    def _take_walk(self, ww: _WalkWork, obj: dict[str, Any] | None, error: str | None) -> None:
+        """Take the replies of the targets in this window; walk on while some are not found yet."""
+        if obj is None:
+            ww.tries += 1
+            if error == "NOT_FOUND":  # the discussion is gone: nothing more to read
+                ww.page.open -= len(ww.targets)
+                ww.targets.clear()
+            elif ww.tries >= MAX_TRIES:
+                self._fail(ww.repo, f"GitHub kept failing on the replies of discussion #{ww.walk.number} "
+                                    f"({error or 'no data'})")
+            else:
+                self.work.push(ww)
+            return
+        conn = obj.get("comments") or {}
+        prev = ww.walk.after
+        for e in conn.get("edges") or []:
+            if not isinstance(e, dict):
+                continue
+            node = e.get("node") if isinstance(e.get("node"), dict) else {}
+            rw = ww.targets.pop(str(node.get("id")), None)
+            if rw is not None:
+                rconn = node.get("replies") or {}
+                rw.comment.replies.extend(n for n in rconn.get("nodes") or [] if isinstance(n, dict))
+                info = rconn.get("pageInfo") or {}
+                if info.get("hasNextPage") and info.get("endCursor"):  # more replies: a window of this comment
+                    self.work.push(_WalkWork(ww.page, Q.ReplyWalk(ww.walk.number, prev, 1, info["endCursor"]),
+                                             {str(node.get("id")): rw}, started=True))
+                else:
+                    ww.page.open -= 1
+            prev = e.get("cursor") or prev
+        if not ww.targets:
+            return
+        info = conn.get("pageInfo") or {}
+        nxt = info.get("endCursor")
+        if ww.walk.replies_after is None and info.get("hasNextPage") and nxt and nxt != ww.walk.after:
+            ww.walk = replace(ww.walk, after=nxt)
+            ww.tries = 0
+            self.work.push(ww)
+            return
+        ww.page.open -= len(ww.targets)  # not in the discussion any more: deleted meanwhile
+        ww.targets.clear()
 
     # ------------------------------------------------------------------ commits
 

@@ -126,6 +126,9 @@ class Personality:
     after_ignored: bool = False
     #: Every request refused with 403 "Resource not accessible by integration" (not a rate limit).
     forbidden: bool = False
+    #: ``node(id:)``: "ok", "null" (not implemented: always null, no error), "not_found" (always NOT_FOUND),
+    #: "rejected" (a query using it is refused as a whole).
+    node: str = "ok"
 
 
 @dataclass
@@ -329,7 +332,11 @@ class AltState:
         d["issue"], d["pullRequest"], d["discussion"] = single("issue"), single("pull_request"), single("discussion")
         return d
 
-    def node(self, info: Any, id: str, **_: Any) -> dict[str, Any]:  # noqa: A002 - GraphQL name
+    def node(self, info: Any, id: str, **_: Any) -> dict[str, Any] | None:  # noqa: A002 - GraphQL name
+        if self.p.node == "null":
+            return None
+        if self.p.node == "not_found":
+            raise GhError("NOT_FOUND", f"Could not resolve to a node with the global id of '{id}'")
         for repo in list(self.by_id.values()):
             for t in repo.threads.values():
                 for c in t.comments:
@@ -452,6 +459,9 @@ class AltGitHub:
         errs = validate(self.schema, doc)
         if errs:
             return web.json_response({"errors": [_gh_error(e) for e in errs]})
+        if self.p.node == "rejected" and re.search(r"\bnode\s*\(", text):
+            return web.json_response({"errors": [{"message": "Field 'node' doesn't exist on type 'Query'",
+                                                  "type": "undefinedField"}]})
         if self.p.tail == "rejected" and re.search(r"\blast\s*:", text):
             return web.json_response({"errors": [{"message": "Backward pagination (`last`) is not supported.",
                                                   "type": "ARGUMENT_ERROR"}]})

@@ -93,6 +93,10 @@ PERSONALITIES = {
     "last-rejected": Personality(tail="rejected"),
     "null-totals": Personality(null_totals=True),
     "disabled-is-error-no-rate-headers": Personality(disabled_error=True, rate_headers=False),
+    # no ``node(id:)``: replies are read through their discussions instead
+    "node-null": Personality(node="null"),
+    "node-not-found": Personality(node="not_found"),
+    "node-rejected": Personality(node="rejected"),
 }
 
 
