@@ -12,13 +12,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-# Debian packages the tests need (bubblewrap for the sandbox), installed when root and missing.
+# Debian packages the tests need (bubblewrap for the sandbox; slirp4netns gives a setup step that asks for
+# the network its own, without the host's loopback), installed when root and missing.
 sysdeps:
-	@if ! command -v bwrap >/dev/null 2>&1; then \
+	@if ! command -v bwrap >/dev/null 2>&1 || ! command -v slirp4netns >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bubblewrap"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null; \
-	  else echo "bubblewrap is missing and this is not root: sandbox tests will be skipped"; fi; \
+	    echo "installing bubblewrap slirp4netns"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns) \
+	      >/dev/null || echo "apt-get failed: sandbox tests that need them will be skipped"; \
+	  else echo "bubblewrap or slirp4netns is missing and this is not root: tests that need them will be skipped"; fi; \
 	fi
 
 demo: $(STAMP)

@@ -44,8 +44,9 @@ class StepRequest:
 
 
 def network_allowed(step: StepRequest) -> bool:
-    """Whether ``step`` gets the host network: only a ``setup`` step that asks for it
-    (``[setup] network = true``); run and fix steps never do, whatever they ask."""
+    """Whether ``step`` gets a network (never the host's own: bwrap gives it one from slirp4netns, docker a
+    bridge): only a ``setup`` step that asks for it (``[setup] network = true``); run and fix steps never do,
+    whatever they ask."""
     return step.network and step.phase == "setup"
 
 

@@ -22,9 +22,12 @@ kernel surface. bwrap reads its options from an unlinked file (``--args``),
 so ``/proc/1/cmdline`` inside names no host path.
 
 Network: none (``--unshare-all``), except for a ``setup`` step of a case with
-``[setup] network = true``, which gets ``--share-net`` (the host's network).
-Setup is the only phase that can ever have it; run and fix steps never do.
-Setup steps run under the same limits as every other step.
+``[setup] network = true``, which gets a network of its own from ``slirp4netns``
+(user-mode NAT to the outside, ``--disable-host-loopback``: the host's 127.0.0.1
+services are out of reach). The host's network is never shared: without
+slirp4netns such a step runs with no network and says so in its stderr. Setup is
+the only phase that can ever have a network; run and fix steps never do. Setup
+steps run under the same limits as every other step.
 
 The work dir is the only writable host path; its disk quota is enforced by
 the caller (a capped tmpfs, or the ``disk_watch`` polled here; see
@@ -34,11 +37,15 @@ fresh for every step.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import IO
@@ -84,22 +91,31 @@ def python_dirs() -> list[str]:
     return sorted(dirs)
 
 
+#: Run before a networked setup command: wait (up to 10 s) until slirp4netns has configured ``tap0``'s
+#: default route, then run the command (``$1``).
+WAIT_FOR_NETWORK = ('i=0; while ! grep -q "^tap0[[:space:]]*00000000" /proc/net/route 2>/dev/null; do '
+                    'i=$((i+1)); [ "$i" -gt 200 ] && break; sleep 0.05; done; exec /bin/sh -c "$1"')
+
+
 def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged: bool,
                      env: dict[str, str], gpu_devices: tuple[int, ...] = (),
-                     ro_dirs: list[str] | None = None, seccomp_fd: int | None = None) -> list[str]:
+                     ro_dirs: list[str] | None = None, seccomp_fd: int | None = None,
+                     info_fd: int | None = None) -> list[str]:
     """The full bwrap command line for ``step`` (pure apart from checking which host paths exist).
 
     ``etc_dir`` holds the synthetic ``passwd``/``group``; ``privileged`` (euid 0)
     adds ``--cap-drop ALL``; ``ro_dirs`` are extra read-only binds (default: the
     interpreter's directories); ``seccomp_fd`` is an open file holding the
-    :mod:`sandbox.seccomp` program.
+    :mod:`sandbox.seccomp` program; ``info_fd`` (a networked setup step with
+    slirp4netns) receives bwrap's JSON with the sandbox's pid, and the command then
+    waits for the network before it starts.
     """
     a = [bwrap, "--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000",
          "--disable-userns", "--new-session", "--die-with-parent", "--hostname", "sandbox"]
     if privileged:
         a += ["--cap-drop", "ALL"]
-    if network_allowed(step):
-        a.append("--share-net")
+    if info_fd is not None:
+        a += ["--info-fd", str(info_fd)]
     if seccomp_fd is not None:
         a += ["--seccomp", str(seccomp_fd)]
     a += ["--ro-bind", "/usr", "/usr"]
@@ -137,7 +153,10 @@ def build_bwrap_argv(step: StepRequest, *, bwrap: str, etc_dir: str, privileged:
     a += ["--remount-ro", "/dev", "--remount-ro", "/proc", "--remount-ro", "/", "--clearenv"]
     for k, v in env.items():
         a += ["--setenv", k, v]
-    a += ["--", "/bin/sh", "-c", step.command]
+    if info_fd is not None:
+        a += ["--", "/bin/sh", "-c", WAIT_FOR_NETWORK, "sh", step.command]
+    else:
+        a += ["--", "/bin/sh", "-c", step.command]
     return a
 
 
@@ -184,6 +203,15 @@ class BwrapBackend:
             return StepResult(exit_code=None, duration_s=0.0, stdout="", stderr="",
                               error=f"NUL byte or '=' in the step's {', '.join(sorted(bad))}")
         files: list[IO[bytes]] = []
+        net: _SlirpNetwork | None = None
+        note = ""
+        if network_allowed(step):
+            slirp = shutil.which("slirp4netns")
+            if slirp is None:
+                note = ("reprodiag: this setup step ran without a network: slirp4netns is not installed "
+                        "(the host's network is never shared)\n")
+            else:
+                net = _SlirpNetwork(slirp)
         try:
             program = seccomp_program()
             seccomp_fd = None
@@ -192,14 +220,103 @@ class BwrapBackend:
                 seccomp_fd = files[-1].fileno()
             argv = build_bwrap_argv(step, bwrap=self.bwrap, etc_dir=str(self.etc_dir),
                                     privileged=os.geteuid() == 0, env=env, gpu_devices=step.gpu_devices,
-                                    seccomp_fd=seccomp_fd)
+                                    seccomp_fd=seccomp_fd, info_fd=net.write_fd if net else None)
             cut = argv.index("--")  # the options go through the file; the command stays on the command line
             files.append(_unlinked(b"".join(os.fsencode(x) + b"\0" for x in argv[1:cut])))
-            return run_limited([argv[0], "--args", str(files[-1].fileno()), *argv[cut:]], step,
-                               env={"PATH": "/usr/bin:/bin"}, cwd="/", pass_fds=tuple(f.fileno() for f in files))
+            fds = tuple(f.fileno() for f in files) + ((net.write_fd,) if net else ())
+            if net:
+                net.start()
+            res = run_limited([argv[0], "--args", str(files[-1].fileno()), *argv[cut:]], step,
+                              env={"PATH": "/usr/bin:/bin"}, cwd="/", pass_fds=fds)
         finally:
+            if net:
+                net.stop()
             for f in files:
                 f.close()
+        if net and not net.up:
+            note = "reprodiag: this setup step ran without a network: slirp4netns could not start\n"
+        return replace(res, stderr=note + res.stderr) if note else res
+
+
+#: Starts of slirp4netns tried for one step before it runs without a network.
+SLIRP_ATTEMPTS = 5
+
+
+class _SlirpNetwork:
+    """slirp4netns for one networked setup step: a thread reads the sandbox's pid from bwrap's
+    ``--info-fd`` and starts ``slirp4netns --configure --disable-host-loopback PID tap0``;
+    :meth:`stop` ends it when the step is over."""
+
+    def __init__(self, slirp: str) -> None:
+        self.slirp = slirp
+        self.read_fd, self.write_fd = os.pipe()
+        self.proc: subprocess.Popen[bytes] | None = None
+        #: slirp4netns started and kept running.
+        self.up = False
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, name="slirp4netns", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _serve(self) -> None:
+        buf = b""
+        dec = json.JSONDecoder()
+        while not self._stopped.is_set():
+            try:
+                chunk = os.read(self.read_fd, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            try:
+                info, _end = dec.raw_decode(buf.decode("utf-8", "replace").strip())
+            except ValueError:
+                continue
+            pid = info.get("child-pid") if isinstance(info, dict) else None
+            if not isinstance(pid, int):
+                return
+            # by path: given a pid, slirp4netns also joins the pid's user namespace, which may already be
+            # bwrap's nested one (``--disable-userns``), where it has no say over the network namespace
+            argv = [self.slirp, "--configure", "--mtu=65520", "--disable-host-loopback", "--netns-type=path"]
+            if os.geteuid() != 0:
+                argv.append(f"--userns-path=/proc/{pid}/ns/user")
+            # while bwrap is still setting the sandbox up, joining its network namespace can fail (EPERM):
+            # slirp4netns then exits at once, and is started again
+            for _attempt in range(SLIRP_ATTEMPTS):
+                with self._lock:
+                    if self._stopped.is_set():
+                        return
+                    self.proc = subprocess.Popen([*argv, f"/proc/{pid}/ns/net", "tap0"], stdin=subprocess.DEVNULL,
+                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                 start_new_session=True)
+                try:
+                    self.proc.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    self.up = True
+                    return  # running: the network is up (or coming up) until stop()
+                time.sleep(0.05)
+            return
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped.set()
+            proc = self.proc
+            if proc is not None and proc.poll() is None:
+                self.up = True
+        os.close(self.write_fd)  # bwrap's copies are gone with it: the reader sees the end
+        if self._thread.ident is not None:
+            self._thread.join(timeout=5)
+        os.close(self.read_fd)
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def _unlinked(data: bytes) -> IO[bytes]:

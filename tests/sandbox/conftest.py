@@ -87,6 +87,36 @@ def loopback_server() -> Iterator[tuple[int, list[bytes]]]:
         yield srv.getsockname()[1], got
 
 
+def host_lan_ip() -> str | None:
+    """The host's own non-loopback IPv4 address (None if it has none)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("10.255.255.255", 1))  # UDP: picks the outgoing address, sends nothing
+        ip = s.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        s.close()
+    return None if ip.startswith("127.") else ip
+
+
+@pytest.fixture
+def lan_server() -> Iterator[tuple[str, int, list[bytes]]]:
+    """A TCP server on all the host's addresses, reached through its non-loopback one: what a setup step's
+    own network (slirp4netns NAT) may reach, where no test has the internet. Skipped without slirp4netns."""
+    import shutil
+
+    ip = host_lan_ip()
+    if ip is None or shutil.which("slirp4netns") is None:
+        pytest.skip("needs slirp4netns and a non-loopback IPv4 address on this host")
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", 0))
+    srv.listen(8)
+    with recording_server(srv) as got:
+        yield ip, srv.getsockname()[1], got
+
+
 CaseFactory = Callable[..., Path]
 
 

@@ -41,15 +41,30 @@ def test_no_network_to_a_host_loopback_server(bwrap: BwrapBackend, step: Step,
     for phase in ("before", "fix", "after"):  # asking for the network outside setup is ignored
         r = bwrap.run(step(probe, network=True, phase=phase))
         assert r.exit_code != 0 and "connected" not in r.stdout
+    # a setup step that asks for the network gets its own (slirp4netns), never the host's loopback
+    r = bwrap.run(step(probe, network=True, phase="setup"))
+    assert r.exit_code != 0 and "connected" not in r.stdout
     time.sleep(0.3)
     assert b"leak" not in got
-    # control: the setup phase may ask for the network, and then the same probe connects
+
+
+def test_setup_step_with_network_reaches_out_through_its_own_network(
+        bwrap: BwrapBackend, step: Step, lan_server: tuple[str, int, list[bytes]]) -> None:
+    """Control (no test has the internet): a server on the host's LAN address is reached from a networked
+    setup step, through NAT, and from no other step."""
+    ip, port, got = lan_server
+    probe = (f"python -c \"import socket; s = socket.create_connection(('{ip}', {port}), timeout=3); "
+             f"s.sendall(b'out'); print('connected')\"")
     r = bwrap.run(step(probe, network=True, phase="setup"))
     assert "connected" in r.stdout, r.stderr
+    assert "without a network" not in r.stderr
+    for phase in ("before", "fix", "after"):
+        r = bwrap.run(step(probe, network=True, phase=phase))
+        assert r.exit_code != 0 and "connected" not in r.stdout
     deadline = time.time() + 3
-    while b"leak" not in got and time.time() < deadline:
+    while b"out" not in got and time.time() < deadline:
         time.sleep(0.05)
-    assert b"leak" in got
+    assert got == [b"out"]
 
 
 def test_writes_outside_the_work_dir_fail(bwrap: BwrapBackend, step: Step, tmp_path: Path, workdir: Path) -> None:
@@ -249,3 +264,20 @@ def test_an_interpreter_dir_under_tmp_stays_visible_read_only(bwrap: BwrapBacken
     assert "venv-visible" in out.stdout, out.stderr
     assert "WROTE" not in out.stdout and "TMP-WRITABLE" in out.stdout
     assert not (venv / "w").exists()
+
+
+def test_without_slirp4netns_a_networked_setup_step_gets_no_network(
+        bwrap: BwrapBackend, step: Step, lan_server: tuple[str, int, list[bytes]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: the host's network is never shared, even when slirp4netns cannot be found."""
+    ip, port, got = lan_server
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    probe = f"python -c \"import socket; socket.create_connection(('{ip}', {port}), timeout=3); print('connected')\""
+    r = bwrap.run(step(probe, network=True, phase="setup"))
+    assert r.exit_code != 0 and "connected" not in r.stdout
+    assert "without a network: slirp4netns is not installed" in r.stderr
+    assert "Network is unreachable" in r.stderr, r.stderr  # python ran; the network was not there
+    time.sleep(0.3)
+    assert got == []

@@ -112,12 +112,13 @@ def test_metric_json_through_a_fifo_or_a_symlink_fails_fast(bwrap: BwrapBackend,
     assert v.verdict == "error" and needle in v.reason, v.reason
 
 
-def test_only_setup_with_network_true_reaches_a_loopback_server(
-        bwrap: BwrapBackend, make_case: MakeCase, tmp_path: Path, loopback_server: tuple[int, list[bytes]]) -> None:
-    port, got = loopback_server
+def test_only_setup_with_network_true_reaches_out(
+        bwrap: BwrapBackend, make_case: MakeCase, tmp_path: Path, lan_server: tuple[str, int, list[bytes]]) -> None:
+    """A server on the host's LAN address stands for the outside (no test has the internet)."""
+    ip, port, got = lan_server
 
     def probe(tag: str) -> str:
-        return (f"python -c \\\"import socket\\ntry:\\n    s = socket.create_connection(('127.0.0.1', {port}), "
+        return (f"python -c \\\"import socket\\ntry:\\n    s = socket.create_connection(('{ip}', {port}), "
                 f"timeout=2); s.sendall(b'{tag}'); s.close(); print('{tag}:reached')\\nexcept OSError as e:\\n"
                 f"    print('{tag}:blocked', e)\\\"")
 
