@@ -17,9 +17,12 @@ $(STAMP): pyproject.toml
 sysdeps:
 	@if ! command -v bwrap >/dev/null 2>&1 || ! command -v slirp4netns >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bubblewrap slirp4netns"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns) \
-	      >/dev/null || echo "apt-get failed: sandbox tests that need them will be skipped"; \
+	    apt-get update -qq >/dev/null 2>&1 || true; \
+	    for pkg in bubblewrap slirp4netns; do \
+	      echo "installing $$pkg (if missing)"; \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null 2>&1 \
+	        || echo "could not install $$pkg: the tests that need it will be skipped"; \
+	    done; \
 	  else echo "bubblewrap or slirp4netns is missing and this is not root: tests that need them will be skipped"; fi; \
 	fi
 
