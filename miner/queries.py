@@ -153,21 +153,35 @@ class ListSeg:
 class Fill:
     """Complete one thread: its labels and/or comments from the given pages (None: not needed).
 
-    ``tail``: also a page of comments read backwards from the end (answered under the alias ``ct``)."""
+    ``tail``: also a page of comments read backwards from the end (answered under the alias ``ct``).
+    ``via_list``: for servers without single-thread lookups (``issue(number:)``), the thread is read as
+    the one-thread window of its list (oldest first) after ``list_after`` (+1 request)."""
 
     kind: str
     number: int
     labels: Page | None = None
     comments: Page | None = None
     tail: TailPage | None = None
+    via_list: bool = False
+    list_after: str | None = None
 
     @property
     def requests(self) -> int:
-        return (self.labels is not None) + (self.comments is not None) + (self.tail is not None)
+        return (self.labels is not None) + (self.comments is not None) + (self.tail is not None) + self.via_list
 
     @property
     def nodes(self) -> int:
-        return sum(p.first for p in (self.labels, self.comments) if p) + (self.tail.last if self.tail else 0)
+        return (sum(p.first for p in (self.labels, self.comments) if p) + (self.tail.last if self.tail else 0)
+                + self.via_list)
+
+
+@dataclass(frozen=True)
+class Locate:
+    """A page of 100 numbers of one list, oldest first, with each thread's cursor (1 request): where the
+    one-thread windows of :class:`Fill` ``via_list`` start."""
+
+    kind: str
+    after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -188,14 +202,17 @@ class ReplyWalk:
     after: str | None = None
     first: int = 10
     replies_after: str | None = None
+    #: The discussion read as the one-thread window of its list after ``list_after`` (see :class:`Fill`).
+    via_list: bool = False
+    list_after: str | None = None
 
     @property
     def requests(self) -> int:
-        return 1 + self.first
+        return 1 + self.first + self.via_list
 
     @property
     def nodes(self) -> int:
-        return self.first + self.first * PAGE
+        return self.first + self.first * PAGE + self.via_list
 
 
 @dataclass(frozen=True)
@@ -205,6 +222,7 @@ class RepoBlock:
     lists: tuple[ListSeg, ...] = ()
     fills: tuple[Fill, ...] = ()
     walks: tuple[ReplyWalk, ...] = ()
+    locates: tuple[Locate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -263,7 +281,14 @@ def _fill_text(alias: str, fill: Fill, doc: _Doc) -> str:
     if fill.tail is not None:
         doc.fragments.add("DCommentFields" if fill.kind == "discussion" else "CommentFields")
         inner.append(_comments_sel(fill.kind, fill.tail.args(), "ct: ", _TAIL_INFO))
+    if fill.via_list:
+        after = f", after: {_lit(fill.list_after)}" if fill.list_after else ""
+        return (f"{alias}: {_LIST_FIELD[fill.kind]}(first: 1{after}, {_OLDEST_FIRST}) "
+                f"{{ nodes {{ number {' '.join(inner)} }} }}")
     return f"{alias}: {_ONE_FIELD[fill.kind]}(number: {int(fill.number)}) {{ {' '.join(inner)} }}"
+
+
+_OLDEST_FIRST = "orderBy: {field: CREATED_AT, direction: ASC}"
 
 
 def build(plan: Plan) -> str:
@@ -276,13 +301,21 @@ def build(plan: Plan) -> str:
             inner.append(_list_text(f"l{j}", seg))
         for j, fill in enumerate(b.fills):
             inner.append(_fill_text(f"f{j}", fill, doc))
+        for j, loc in enumerate(b.locates):
+            after = f", after: {_lit(loc.after)}" if loc.after else ""
+            inner.append(f"k{j}: {_LIST_FIELD[loc.kind]}(first: {PAGE}{after}, {_OLDEST_FIRST}) "
+                         f"{{ {_PAGE_INFO} edges {{ cursor node {{ number }} }} }}")
         for j, walk in enumerate(b.walks):
             doc.fragments.add("DCommentFields")
             after = f", after: {_lit(walk.after)}" if walk.after else ""
             r_after = f", after: {_lit(walk.replies_after)}" if walk.replies_after else ""
-            inner.append(f"w{j}: discussion(number: {int(walk.number)}) {{ comments(first: {int(walk.first)}{after}) "
-                         f"{{ {_PAGE_INFO} edges {{ cursor node {{ id replies(first: {PAGE}{r_after}) {{ totalCount "
-                         f"{_PAGE_INFO} nodes {{ ...DCommentFields }} }} }} }} }} }}")
+            sel = (f"comments(first: {int(walk.first)}{after}) {{ {_PAGE_INFO} edges {{ cursor node {{ id "
+                   f"replies(first: {PAGE}{r_after}) {{ totalCount {_PAGE_INFO} nodes {{ ...DCommentFields }} }} }} }} }}")
+            if walk.via_list:
+                l_after = f", after: {_lit(walk.list_after)}" if walk.list_after else ""
+                inner.append(f"w{j}: discussions(first: 1{l_after}, {_OLDEST_FIRST}) {{ nodes {{ number {sel} }} }}")
+            else:
+                inner.append(f"w{j}: discussion(number: {int(walk.number)}) {{ {sel} }}")
         doc.parts.append(f"r{i}: repository(owner: {_lit(b.owner)}, name: {_lit(b.name)}) {{\n    "
                          + "\n    ".join(inner) + "\n  }")
     for j, rep in enumerate(plan.replies):
@@ -315,6 +348,8 @@ def plan_cost(plan: Plan) -> PlanCost:
         for walk in b.walks:
             requests += walk.requests
             nodes += walk.nodes
+        requests += len(b.locates)
+        nodes += PAGE * len(b.locates)
     for rep in plan.replies:
         requests += 1
         nodes += rep.page.first

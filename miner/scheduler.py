@@ -278,6 +278,9 @@ class _ReplyWork:
     tries: int = 0
     requests: int = 1
     number: int | None = None
+    #: The discussion is read through its list (no single-thread lookups), after this cursor.
+    via_list: bool = False
+    list_after: str | None = None
 
     @property
     def repo(self) -> _Repo:
@@ -329,7 +332,36 @@ class _WalkWork:
         return self.walk.requests + 2 * self.walk.first
 
 
-_Work = _FillWork | _ReplyWork | _WalkWork
+@dataclass(eq=False)
+class _LocateWork:
+    """Cursors of ``targets`` (thread number → its fill) in their list, read 100 numbers at a time (a server
+    without single-thread lookups); found fills go on as one-thread windows of the list."""
+
+    repo_ref: _Repo
+    locate: Q.Locate
+    targets: dict[int, _FillWork] = field(default_factory=dict)
+    tries: int = 0
+    started: bool = False
+    requests: int = 1
+
+    @property
+    def repo(self) -> _Repo:
+        return self.repo_ref
+
+    @property
+    def nodes(self) -> int:
+        return Q.PAGE
+
+    @property
+    def depth(self) -> int:
+        return 3
+
+    @property
+    def bound(self) -> int:
+        return 1 + sum(w.requests + 1 for w in self.targets.values())
+
+
+_Work = _FillWork | _ReplyWork | _WalkWork | _LocateWork
 
 
 class _WorkQueue:
@@ -381,6 +413,7 @@ class _Batch:
     fills: list[list[_FillWork]] = field(default_factory=list)
     replies: list[_ReplyWork] = field(default_factory=list)
     walks: list[list[_WalkWork]] = field(default_factory=list)
+    locates: list[list[_LocateWork]] = field(default_factory=list)
     #: Sent before it was full by rule (d) of the module doc.
     early: bool = False
 
@@ -392,6 +425,7 @@ class _Batch:
         self.lists.append([])
         self.fills.append([])
         self.walks.append([])
+        self.locates.append([])
         return len(self.repos) - 1
 
     def add(self, w: _Work) -> None:
@@ -400,14 +434,17 @@ class _Batch:
         elif isinstance(w, _WalkWork):
             w.started = True
             self.walks[self.block(w.repo)].append(w)
+        elif isinstance(w, _LocateWork):
+            w.started = True
+            self.locates[self.block(w.repo)].append(w)
         else:
             self.replies.append(w)
 
     def plan(self) -> Q.Plan:
         blocks = tuple(
             Q.RepoBlock(*r.owner_name, lists=tuple(lst.segment() for lst in ls), fills=tuple(f.fill for f in fs),
-                        walks=tuple(w.walk for w in ws))
-            for r, ls, fs, ws in zip(self.repos, self.lists, self.fills, self.walks, strict=True))
+                        walks=tuple(w.walk for w in ws), locates=tuple(k.locate for k in ks))
+            for r, ls, fs, ws, ks in zip(self.repos, self.lists, self.fills, self.walks, self.locates, strict=True))
         return Q.Plan(blocks, tuple(w.replies for w in self.replies))
 
     def bound(self) -> int:
@@ -415,7 +452,7 @@ class _Batch:
         if any(self.lists):
             return _UNBOUNDED
         return (sum(w.bound for fs in self.fills for w in fs) + sum(w.bound for w in self.replies)
-                + sum(w.bound for ws in self.walks for w in ws))
+                + sum(w.bound for ws in self.walks for w in ws) + sum(k.bound for ks in self.locates for k in ks))
 
     def involved(self) -> list[_Repo]:
         out = list(self.repos)
@@ -432,6 +469,7 @@ class _Batch:
                 units.append((r, self.lists[i]))
             units.extend(self.fills[i])
             units.extend(self.walks[i])
+            units.extend(self.locates[i])
         units.extend(self.replies)
         if len(units) < 2:
             return [self]
@@ -489,6 +527,10 @@ class Scheduler:
         self.node_ok = 0
         #: Walks through discussions for replies, by (page, discussion number).
         self.walkers: dict[tuple[int, int], _WalkWork] = {}
+        #: Threads found by ``issue(number:)`` (and the like) in this run (0: the server may not offer it).
+        self.lookup_ok = 0
+        #: Searches of lists for thread cursors, by (repository, kind).
+        self.locators: dict[tuple[int, str], _LocateWork] = {}
         self.results: list[RepoResult] = []
         #: Called after each repository's result is appended (the caller records it at once).
         self.on_result: Callable[[], None] | None = None
@@ -642,6 +684,14 @@ class Scheduler:
             if self._forwards_only(batch):  # a server that refuses ``last``/``before``: the same work forwards
                 await self._run(batch)
                 return
+            lookups = [w for fs in batch.fills for w in fs if not w.fill.via_list]
+            if lookups and not self.lookup_ok:  # a server without ``issue(number:)``: threads through their lists
+                for w in lookups:
+                    self._locate(w)
+                batch.fills = [[w for w in fs if w.fill.via_list] for fs in batch.fills]
+                if any(batch.lists) or any(batch.fills) or batch.replies or any(batch.walks) or any(batch.locates):
+                    await self._run(batch)
+                return
             if batch.replies and not self.node_ok:  # a server without ``node(id:)``: replies through discussions
                 for w in batch.replies:
                     self._walk_for(w)
@@ -710,8 +760,8 @@ class Scheduler:
     def _charge(self, batch: _Batch, points: int) -> None:
         """Attribute the query's points to its repositories by their share of its requests."""
         share: dict[int, list[Any]] = {}
-        for r, ls, fs, ws in zip(batch.repos, batch.lists, batch.fills, batch.walks, strict=True):
-            share[id(r)] = [r, len(ls) + sum(f.requests for f in fs) + sum(w.requests for w in ws)]
+        for r, ls, fs, ws, ks in zip(batch.repos, batch.lists, batch.fills, batch.walks, batch.locates, strict=True):
+            share[id(r)] = [r, len(ls) + sum(f.requests for f in fs) + sum(w.requests for w in ws) + len(ks)]
         for w in batch.replies:
             share.setdefault(id(w.repo), [w.repo, 0])[1] += 1
         total = max(1, sum(n for _r, n in share.values()))
@@ -752,7 +802,16 @@ class Scheduler:
                     continue
                 self._take_list(lst, block, conn, block.get(f"o{j}"))
             for j, w in enumerate(batch.fills[i]):
-                self._take_fill(w, block.get(f"f{j}"), _error_type(errors, f"r{i}", f"f{j}"))
+                if repo.state != "active":
+                    break
+                ans = block.get(f"f{j}")
+                if w.fill.via_list:
+                    self._take_list_window(w, ans, _error_type(errors, f"r{i}", f"f{j}"))
+                else:
+                    self._take_fill(w, ans, _error_type(errors, f"r{i}", f"f{j}"))
+            for j, lw in enumerate(batch.locates[i]):
+                if repo.state == "active":
+                    self._take_locate(lw, block.get(f"k{j}"), _error_type(errors, f"r{i}", f"k{j}"))
             for j, ww in enumerate(batch.walks[i]):
                 if repo.state == "active":
                     self._take_walk(ww, block.get(f"w{j}"), _error_type(errors, f"r{i}", f"w{j}"))
@@ -803,6 +862,8 @@ class Scheduler:
                 self.work.push(w)  # collateral: asked again, not a failed try
             elif repo.state == "active":
                 self._take_fill(w, None, err)
+        for lw in batch.locates[i]:
+            self.work.push(lw)
         for j, ww in enumerate(batch.walks[i]):
             err = _error_type(errors, f"r{i}", f"w{j}")
             if err is None:
@@ -923,6 +984,15 @@ class Scheduler:
 
     def _take_fill(self, w: _FillWork, obj: dict[str, Any] | None, error: str | None) -> None:
         page, d, f = w.page, w.draft, w.fill
+        if obj is None and not f.via_list and (
+                (not self.lookup_ok and error in (None, "NOT_FOUND"))
+                or (error not in (None, "NOT_FOUND") and w.tries + 1 >= MAX_TRIES and f.tail is None)):
+            # no thread looked up by number has been found in this run (a server without ``issue(number:)``
+            # says NOT_FOUND or nothing), or this one keeps failing: read it through its list
+            self._locate(w)
+            return
+        if obj is not None and not f.via_list:
+            self.lookup_ok += 1
         if obj is None and f.tail is not None and error != "NOT_FOUND":
             # a server that cannot page backwards: the same fill again, forwards only (not a failed try)
             self.backwards = False
@@ -950,7 +1020,7 @@ class Scheduler:
             self._fail(w.repo, f"GitHub repeated a page of {w.repo.name}#{f.number} (cursor did not advance)")
             return
         if labels or comments:
-            w.fill = Q.Fill(f.kind, f.number, labels, comments, tail)
+            w.fill = replace(f, labels=labels, comments=comments, tail=tail)
             self.work.push(w)
         else:
             page.open -= 1
@@ -966,7 +1036,7 @@ class Scheduler:
         if w.fill.kind == "discussion" and _maybe_some(c.get("replies")):
             w.page.open += 1
             self.work.push(_ReplyWork(w.page, cd, Q.Replies(c["id"]), _total(c.get("replies")),
-                                      number=w.fill.number))
+                                      number=w.fill.number, via_list=w.fill.via_list, list_after=w.fill.list_after))
         return cd, True
 
     def _take_comments(self, w: _FillWork, obj: dict[str, Any]) -> tuple[Q.Page | None, Q.TailPage | None]:
@@ -1054,19 +1124,86 @@ class Scheduler:
         else:
             w.page.open -= 1
 
+    def _locate(self, w: _FillWork) -> None:
+        """Hand ``w`` to a search of its list for its cursor (a new one unless a queued one has not started)."""
+        repo = w.repo
+        key = (id(repo), w.fill.kind)
+        lw = self.locators.get(key)
+        if lw is None or lw.started:
+            lw = self.locators[key] = _LocateWork(repo, Q.Locate(w.fill.kind))
+            self.work.push(lw)
+        w.both_ends = False
+        w.fill = replace(w.fill, tail=None)
+        lw.targets[w.fill.number] = w
+
+    def _take_locate(self, lw: _LocateWork, obj: dict[str, Any] | None, error: str | None) -> None:
+        """Give each target found in this page of numbers the cursor before it; page on while some are missing."""
+        if obj is None:
+            lw.tries += 1
+            if lw.tries >= MAX_TRIES:
+                self._fail(lw.repo, f"GitHub kept failing on the {_LIST_FIELDS[lw.locate.kind]} list "
+                                    f"({error or 'no data'})")
+            else:
+                self.work.push(lw)
+            return
+        prev = lw.locate.after
+        for e in obj.get("edges") or []:
+            if not isinstance(e, dict):
+                continue
+            node = e.get("node") if isinstance(e.get("node"), dict) else {}
+            number = node.get("number")
+            w = lw.targets.pop(number, None) if isinstance(number, int) else None
+            if w is not None:
+                w.fill = replace(w.fill, via_list=True, list_after=prev)
+                w.tries = 0
+                self.work.push(w)
+            prev = e.get("cursor") or prev
+        if not lw.targets:
+            return
+        info = obj.get("pageInfo") or {}
+        nxt = info.get("endCursor")
+        if info.get("hasNextPage") and nxt and nxt != lw.locate.after:
+            lw.locate = replace(lw.locate, after=nxt)
+            lw.tries = 0
+            self.work.push(lw)
+            return
+        for w in lw.targets.values():  # not in the list any more: deleted or moved since it was listed
+            w.draft.gone = True
+            w.page.open -= 1
+        lw.targets.clear()
+
+    def _take_list_window(self, w: _FillWork, obj: dict[str, Any] | None, error: str | None) -> None:
+        """A one-thread window of the list: the thread's labels and comments, if it is still the one there."""
+        nodes = [n for n in (obj or {}).get("nodes") or [] if isinstance(n, dict)]
+        if nodes and nodes[0].get("number") == w.fill.number:
+            self._take_fill(w, nodes[0], None)
+            return
+        w.tries += 1
+        if w.tries >= MAX_TRIES:
+            self._fail(w.repo, f"GitHub kept failing on {w.repo.name}#{w.fill.number} ({error or 'not in its list'})")
+            return
+        # the list moved under the cursor (a thread deleted before it): find it again
+        w.fill = replace(w.fill, via_list=False, list_after=None)
+        self._locate(w)
+
     def _walk_for(self, w: _ReplyWork) -> None:
         """Hand ``w`` to a walk through its discussion (a new one unless a queued one has not started)."""
         assert w.number is not None
         key = (id(w.page), w.number)
         ww = self.walkers.get(key)
         if ww is None or ww.started:
-            ww = self.walkers[key] = _WalkWork(w.page, Q.ReplyWalk(w.number))
+            ww = self.walkers[key] = _WalkWork(w.page, Q.ReplyWalk(w.number, via_list=w.via_list,
+                                                                   list_after=w.list_after))
             self.work.push(ww)
         w.comment.replies.clear()  # the walk reads them all from the first
         ww.targets[str(w.replies.comment_id)] = w
 
     def _take_walk(self, ww: _WalkWork, obj: dict[str, Any] | None, error: str | None) -> None:
         """Take the replies of the targets in this window; walk on while some are not found yet."""
+        if obj is not None and ww.walk.via_list:  # a one-thread window of the list: the discussion, if still there
+            nodes = [n for n in obj.get("nodes") or [] if isinstance(n, dict)]
+            obj = nodes[0] if nodes and nodes[0].get("number") == ww.walk.number else None
+            error = error or (None if obj is not None else "NOT_FOUND")
         if obj is None:
             ww.tries += 1
             if error == "NOT_FOUND":  # the discussion is gone: nothing more to read
@@ -1090,7 +1227,8 @@ class Scheduler:
                 rw.comment.replies.extend(n for n in rconn.get("nodes") or [] if isinstance(n, dict))
                 info = rconn.get("pageInfo") or {}
                 if info.get("hasNextPage") and info.get("endCursor"):  # more replies: a window of this comment
-                    self.work.push(_WalkWork(ww.page, Q.ReplyWalk(ww.walk.number, prev, 1, info["endCursor"]),
+                    self.work.push(_WalkWork(ww.page, replace(ww.walk, after=prev, first=1,
+                                                              replies_after=info["endCursor"]),
                                              {str(node.get("id")): rw}, started=True))
                 else:
                     ww.page.open -= 1

@@ -129,6 +129,8 @@ class Personality:
     #: ``node(id:)``: "ok", "null" (not implemented: always null, no error), "not_found" (always NOT_FOUND),
     #: "rejected" (a query using it is refused as a whole).
     node: str = "ok"
+    #: ``issue``/``pullRequest``/``discussion(number:)``: "ok", "null" (not implemented), "not_found".
+    single: str = "ok"
 
 
 @dataclass
@@ -321,7 +323,9 @@ class AltState:
 
         def single(kind: str) -> Callable[..., dict[str, Any] | None]:
             def resolve(info: Any, number: int, **_: Any) -> dict[str, Any] | None:
-                t = repo.threads.get((kind, number)) if enabled[kind] else None
+                if self.p.single == "null":
+                    return None
+                t = repo.threads.get((kind, number)) if enabled[kind] and self.p.single == "ok" else None
                 if t is None:
                     raise GhError("NOT_FOUND", f"Could not resolve to {types[kind]} with the number of {number}.")
                 return self._thread(t)

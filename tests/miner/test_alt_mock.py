@@ -97,6 +97,9 @@ PERSONALITIES = {
     "node-null": Personality(node="null"),
     "node-not-found": Personality(node="not_found"),
     "node-rejected": Personality(node="rejected"),
+    # no ``issue(number:)`` and the like: threads are read as one-thread windows of their lists
+    "single-null": Personality(single="null"),
+    "single-not-found-and-no-node": Personality(single="not_found", node="not_found"),
 }
 
 

@@ -75,9 +75,15 @@ def test_plan_cost_equals_githubs_formula_on_random_plans() -> None:
             lists = tuple(Q.ListSeg(k, rng.randint(1, 100), rng.choice([None, "eA=="]), rng.choice([None, "2021-01-01"]))
                           for k in rng.sample(kinds, rng.randint(0, 3)))
             fills = [Q.Fill(rng.choice(kinds), rng.randint(1, 10**6), page(), page(),
-                            rng.choice([None, Q.TailPage(), Q.TailPage("eA==", rng.randint(1, 100))]))
+                            rng.choice([None, Q.TailPage(), Q.TailPage("eA==", rng.randint(1, 100))]),
+                            via_list=rng.random() < 0.2, list_after=rng.choice([None, "eQ=="]))
                      for _ in range(rng.randint(0, 60))]
-            blocks.append(Q.RepoBlock(f"o{b}", f"n{b}", lists, tuple(f for f in fills if f.requests)))
+            walks = tuple(Q.ReplyWalk(rng.randint(1, 999), rng.choice([None, "eA=="]), rng.randint(1, 10),
+                                      rng.choice([None, "eQ=="]), via_list=rng.random() < 0.5,
+                                      list_after=rng.choice([None, "eA=="])) for _ in range(rng.randint(0, 3)))
+            locates = tuple(Q.Locate(rng.choice(kinds), rng.choice([None, "eA=="])) for _ in range(rng.randint(0, 2)))
+            blocks.append(Q.RepoBlock(f"o{b}", f"n{b}", lists, tuple(f for f in fills if f.requests), walks,
+                                      locates))
         replies = tuple(Q.Replies(f"DC_{i}", Q.Page(rng.choice([None, "eA=="]), rng.randint(1, 100)))
                         for i in range(rng.randint(0 if blocks else 1, 80)))
         plan = Q.Plan(tuple(blocks), replies)
