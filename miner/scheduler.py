@@ -337,16 +337,12 @@ class _LocateWork:
     """Cursors of ``targets`` (thread number → its fill) in their list, read 100 numbers at a time (a server
     without single-thread lookups); found fills go on as one-thread windows of the list."""
 
-    repo_ref: _Repo
+    repo: _Repo
     locate: Q.Locate
     targets: dict[int, _FillWork] = field(default_factory=dict)
     tries: int = 0
     started: bool = False
     requests: int = 1
-
-    @property
-    def repo(self) -> _Repo:
-        return self.repo_ref
 
     @property
     def nodes(self) -> int:

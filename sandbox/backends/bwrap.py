@@ -37,7 +37,6 @@ fresh for every step.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -50,6 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
+from reprodiag.jsontext import first_json_object
 from sandbox.backends.base import (
     SANDBOX_HOME,
     SANDBOX_WORKDIR,
@@ -262,7 +262,6 @@ class _SlirpNetwork:
 
     def _serve(self) -> None:
         buf = b""
-        dec = json.JSONDecoder()
         while not self._stopped.is_set():
             try:
                 chunk = os.read(self.read_fd, 4096)
@@ -271,11 +270,10 @@ class _SlirpNetwork:
             if not chunk:
                 return
             buf += chunk
-            try:
-                info, _end = dec.raw_decode(buf.decode("utf-8", "replace").strip())
-            except ValueError:
+            info = first_json_object(buf.decode("utf-8", "replace"))
+            if info is None:  # not all written yet
                 continue
-            pid = info.get("child-pid") if isinstance(info, dict) else None
+            pid = info.get("child-pid")
             if not isinstance(pid, int):
                 return
             # by path: given a pid, slirp4netns also joins the pid's user namespace, which may already be
