@@ -24,7 +24,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("the inspect_ai task needs the optional extra: pip install 'reprodiag[inspect]'") from exc
 
-from eval_diagnosis.graders.lexical import LexicalGrader
+from eval_diagnosis.graders.concept import ConceptGrader
 from eval_diagnosis.io import load_eval_set
 from eval_diagnosis.prompt import SYSTEM, user_prompt
 from reprodiag.schema import EvalItem
@@ -42,8 +42,8 @@ def _samples(items: list[EvalItem]) -> list[Sample]:
 
 @scorer(metrics=[accuracy(), stderr()])
 def diagnosis_hit() -> Any:
-    """Correct when the lexical grader finds the root cause among the answer's directions."""
-    grader = LexicalGrader()
+    """Correct when the offline (lexical) grader finds the root cause among the answer's directions."""
+    grader = ConceptGrader()
 
     async def score(state: TaskState, target: Target) -> Score:
         item = EvalItem.model_validate(state.metadata["item"])

@@ -104,3 +104,30 @@ def agreement(predicted: list[bool], human: list[bool]) -> dict[str, Any]:
         "confusion": {"tp": int((p & h).sum()), "fp": int((p & ~h).sum()), "fn": int((~p & h).sum()),
                       "tn": int((~p & ~h).sum())},
     }
+
+
+def _kappa(pairs: list[tuple[bool, bool]]) -> float | None:
+    if not pairs:
+        return None
+    n = len(pairs)
+    po = sum(p == h for p, h in pairs) / n
+    pp = sum(p for p, _ in pairs) / n
+    ph = sum(h for _, h in pairs) / n
+    pe = pp * ph + (1 - pp) * (1 - ph)
+    return 1.0 if pe == 1.0 else (po - pe) / (1 - pe)
+
+
+def agreement_ci(predicted: list[bool], human: list[bool], groups: list[str] | None = None, *,
+                 seed: int = 0) -> dict[str, Any]:
+    """:func:`agreement` plus 95% bootstrap intervals of accuracy and kappa (answers resampled by item
+    when ``groups`` gives each answer's item id: the answers of one item are not independent)."""
+    from reprodiag.intervals import bootstrap
+
+    out = agreement(predicted, human)
+    pairs = list(zip(predicted, human, strict=True))
+    acc = bootstrap(pairs, lambda ps: sum(p == h for p, h in ps) / len(ps) if ps else None, seed=seed,
+                    groups=groups)
+    kap = bootstrap(pairs, _kappa, seed=seed, groups=groups)
+    out["ci95"] = {"accuracy": [round(acc.lo, 4), round(acc.hi, 4)] if acc.lo is not None else None,
+                   "kappa": [round(kap.lo, 4), round(kap.hi, 4)] if kap.lo is not None else None}
+    return out

@@ -13,14 +13,14 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from eval_diagnosis.graders import Grade, Grader, make_grader
 from eval_diagnosis.graders.base import error_grade
 from eval_diagnosis.io import AnswerRow, load_answers, load_eval_set, load_labels, read_resumable_jsonl
-from eval_diagnosis.metrics import agreement as agreement_stats
-from eval_diagnosis.metrics import summarize
+from eval_diagnosis.metrics import agreement_ci, summarize
 from eval_diagnosis.prompt import PROMPT_VERSION, messages
 from eval_diagnosis.providers import ProviderError
 from eval_diagnosis.report import render_html
@@ -107,11 +107,13 @@ def _grade_all(grader: Grader, items: dict[str, EvalItem], rows: list[AnswerRow]
 
 
 def _write_outputs(out_dir: Path, items: list[EvalItem], rows: list[AnswerRow], grades: list[Grade],
-                   grader: str) -> dict[str, Any]:
+                   grader: str, card: dict[str, Any] | None = None) -> dict[str, Any]:
     types = {it.id: it.error_type for it in items}
     models = summarize(grades, types, seed=SEED)
     results = {
         "grader": grader,
+        "grader_agreement": card or {},
+        "uncertain": sum(g.uncertain for g in grades),
         "seed": SEED,
         "n_items": len(items),
         "items_per_type": {t: sum(1 for it in items if it.error_type == t) for t in sorted(set(types.values()))},
@@ -121,7 +123,7 @@ def _write_outputs(out_dir: Path, items: list[EvalItem], rows: list[AnswerRow], 
     order = {it.id: i for i, it in enumerate(items)}
     grades = sorted(grades, key=lambda g: (g.model, order.get(g.id, 0)))
     keep = ("id", "model", "hit", "hit_rank", "directions", "false_positives", "justified", "error_type_match",
-            "reason", "error")
+            "reason", "error", "uncertain", "confidence")
     _write_atomic(out_dir / "grades.jsonl", "".join(
         json.dumps(g.model_dump(mode="json", include=set(keep)), ensure_ascii=False) + "\n" for g in grades))
     _write_atomic(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False, sort_keys=True))
@@ -191,38 +193,151 @@ def run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, c
     rows = sorted(latest.values(), key=lambda r: (r.model, r.id))
     grades = _grade_all(grader_obj, item_by_id, rows, store, concurrency)
     counts["errors"] = sum(g.error is not None for g in grades)
-    results = _write_outputs(out_dir, items, rows, grades, grader_obj.name)
+    results = _write_outputs(out_dir, items, rows, grades, grader_obj.name, grader_card(grader_obj))
     return StageReport(stage="eval", counts=counts, notes=_notes(results),
                        outputs={"answers": str(answers_path), "grades": str(out_dir / "grades.jsonl"),
                                 "results": str(out_dir / "results.json"), "report": str(out_dir / "report.html")})
 
 
-def run_agreement(labels_path: Path, grader: Grader) -> dict[str, Any]:
-    """Grade each labeled answer and compare with the human hit label."""
+def run_agreement(labels_path: Path, grader: Grader, *, seed: int = SEED) -> dict[str, Any]:
+    """Grade each labeled answer and compare with the human hit label: accuracy and Cohen's kappa with 95%
+    intervals (answers resampled by item), per answer category, and the uncertain grades counted apart."""
     labels = load_labels(labels_path)
     predicted, disagreements = [], []
+    per_cat: dict[str, list[int]] = {}
+    uncertain = uncertain_wrong = 0
     for i, lab in enumerate(labels, start=1):
         g = grader.grade(lab.item, lab.answer)
         predicted.append(g.hit)
+        c = per_cat.setdefault(lab.category or "", [0, 0])
+        c[0] += 1
+        c[1] += g.hit == lab.hit
+        uncertain += g.uncertain
+        uncertain_wrong += g.uncertain and g.hit != lab.hit
         if g.hit != lab.hit:
             disagreements.append({"line": i, "id": lab.item.id, "human": lab.hit, "grader": g.hit,
                                   "reason": g.reason, "notes": lab.notes})
-    stats = agreement_stats(predicted, [lab.hit for lab in labels])
-    return {"grader": grader.name, "labels": str(labels_path), **stats, "disagreements": disagreements}
+    stats = agreement_ci(predicted, [lab.hit for lab in labels], [lab.item.id for lab in labels], seed=seed)
+    return {"grader": grader.name, "labels": str(labels_path), **stats,
+            "uncertain": uncertain, "uncertain_disagreeing": uncertain_wrong,
+            "per_category": {k: {"n": v[0], "accuracy": round(v[1] / v[0], 4)} for k, v in sorted(per_cat.items())},
+            "disagreements": disagreements}
+
+
+#: A hedge list naming every error type in generic words: never a hit.
+HEDGE_ANSWER = ("1. Hyperparameters such as the learning rate or batch size may differ from the paper's.\n"
+                "2. The data or its preprocessing may differ.\n3. The evaluation protocol may differ.\n"
+                "4. Library or framework versions may behave differently.\n"
+                "5. Random seeds or hardware may explain the gap.")
+
+
+def run_controls(items: list[EvalItem], grader: Grader, *, seed: int = SEED) -> dict[str, Any]:
+    """Negative and positive controls, each a hit rate with its 95% interval: ``shifted`` (item i graded
+    against the gold cause of item i+1 of another error type, an answer to a different problem: should
+    be ~0), ``gold`` (the gold root cause itself as the answer: should be ~1), ``hedge`` (a list naming
+    every type generically: should be 0)."""
+    from reprodiag.intervals import bootstrap
+
+    n = len(items)
+    if n < 2:
+        raise UserError("controls need at least 2 eval items")
+    out: dict[str, Any] = {"grader": grader.name, "items": n}
+    shifted = []
+    for i, it in enumerate(items):
+        other = next((items[(i + k) % n] for k in range(1, n) if items[(i + k) % n].error_type != it.error_type),
+                     items[(i + 1) % n])
+        shifted.append(grader.grade(it, "1. " + other.gold_root_cause).hit)
+    gold = [grader.grade(it, "1. " + it.gold_root_cause).hit for it in items]
+    hedge = [grader.grade(it, HEDGE_ANSWER).hit for it in items]
+    for name, hits in (("shifted", shifted), ("gold", gold), ("hedge", hedge)):
+        est = bootstrap(hits, lambda h: sum(h) / len(h) if h else None, seed=seed)
+        out[name] = {"hit_rate": round(est.value or 0.0, 4),
+                     "ci95": [round(est.lo, 4), round(est.hi, 4)] if est.lo is not None else None}
+    return out
+
+
+#: The shipped frozen test labels every offline grade result is accompanied by.
+TEST_LABELS = Path(__file__).resolve().parent / "data" / "answers_real" / "test.jsonl"
+
+
+def grader_card(grader: Grader) -> dict[str, Any]:
+    """How far to trust a hit rate: the grader's agreement with the shipped frozen test labels (offline
+    graders: measured now, deterministic; LLM judges: not measured here, with the command to measure)."""
+    if "llm" in grader.name:
+        return {"grader": grader.name, "measured": False,
+                "how": f"reprodiag grade --agreement {TEST_LABELS.name} --grader {grader.name}"}
+    return _offline_card(grader.name)
+
+
+#: The shipped grader's measured card, written by ``reprodiag train --part grader`` with the digests of the
+#: models it measured; used only while those digests match the shipped models.
+CARD_PATH = Path(__file__).resolve().parent.parent / "extract" / "data" / "models" / "grader_card.json"
+
+
+def _digests() -> str:
+    from extract.learned.linear import shipped
+    from extract.learned.predict import GRADER_MODEL_NAMES
+
+    return ",".join(shipped(n).digest for n in GRADER_MODEL_NAMES)
+
+
+def measure_card(name: str = "lexical") -> dict[str, Any]:
+    res = run_agreement(TEST_LABELS, make_grader(name))
+    return {"grader": name, "measured": True, "labels": f"eval_diagnosis/data/answers_real/{TEST_LABELS.name}",
+            "n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"], "ci95": res["ci95"],
+            "models": _digests() if name == "lexical" else ""}
+
+
+def write_card(path: Path = CARD_PATH) -> dict[str, Any]:
+    card = measure_card("lexical")
+    _write_atomic(path, json.dumps(card, indent=1, sort_keys=True) + "\n")
+    return card
+
+
+@lru_cache(maxsize=4)
+def _offline_card(name: str) -> dict[str, Any]:
+    if name == "lexical":
+        try:
+            card = json.loads(CARD_PATH.read_text(encoding="utf-8"))
+            if isinstance(card, dict) and card.get("models") == _digests():
+                return card
+        except (OSError, ValueError):
+            pass
+    return measure_card(name)
 
 
 def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_dir: Path,
-              agreement: Path | None) -> StageReport:
-    """Grade given answers (no model is called) and/or measure the grader against human labels."""
-    if agreement is None and (eval_set is None or answers is None):
-        raise UserError("grade needs --eval-set and --answers, or --agreement LABELS.jsonl")
-    if (eval_set is None) != (answers is None):
-        raise UserError("--eval-set and --answers go together")
+              agreement: Path | None, controls: bool = False) -> StageReport:
+    """Grade given answers (no model is called), measure the grader against human labels, and/or run the
+    negative and positive controls (on ``eval_set``'s items, else on the shipped test labels' items)."""
+    if agreement is None and not controls and (eval_set is None or answers is None):
+        raise UserError("grade needs --eval-set and --answers, --agreement LABELS.jsonl, or --controls")
+    if answers is not None and eval_set is None:
+        raise UserError("--answers needs --eval-set")
     grader_obj = make_grader(grader)
     out_dir = Path(out_dir)
     counts: dict[str, int] = {}
     outputs: dict[str, str] = {}
     notes: list[str] = []
+    if controls:
+        if eval_set is not None:
+            citems = load_eval_set(Path(eval_set))
+        else:
+            seen: dict[str, EvalItem] = {}
+            for lab in load_labels(TEST_LABELS):
+                seen.setdefault(lab.item.id, lab.item)
+            citems = list(seen.values())
+        res = run_controls(citems, grader_obj)
+        _mkdir(out_dir)
+        _write_atomic(Path(out_dir) / "controls.json", json.dumps(res, indent=2, ensure_ascii=False))
+        outputs["controls"] = str(Path(out_dir) / "controls.json")
+        counts["control_items"] = res["items"]
+
+        def pct(k: str) -> str:
+            ci = res[k]["ci95"]
+            return f"{100 * res[k]['hit_rate']:.1f}%" + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+        notes.append(f"controls ({res['items']} items, {grader_obj.name}): shifted answers {pct('shifted')} hits "
+                     f"(want ~0), gold cause as answer {pct('gold')} (want ~100%), hedge list {pct('hedge')} (want 0)")
     if eval_set is not None and answers is not None:
         items = load_eval_set(Path(eval_set))
         rows = load_answers(Path(answers))
@@ -233,7 +348,7 @@ def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_d
         rows = sorted((r for r in rows if r.id in by_id), key=lambda r: (r.model, r.id))
         _mkdir(out_dir)
         grades = _grade_all(grader_obj, by_id, rows, None, 1)
-        results = _write_outputs(out_dir, items, rows, grades, grader_obj.name)
+        results = _write_outputs(out_dir, items, rows, grades, grader_obj.name, grader_card(grader_obj))
         counts.update({"items": len(items), "answers": len(rows), "unknown ids": len(unknown),
                        "hits": sum(g.hit for g in grades), "errors": sum(g.error is not None for g in grades)})
         outputs.update({"grades": str(out_dir / "grades.jsonl"), "results": str(out_dir / "results.json"),
@@ -245,6 +360,9 @@ def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_d
         _write_atomic(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
         counts.update({"labels": res["n"], "agreeing": res["n"] - len(res["disagreements"])})
         outputs["agreement"] = str(out_dir / "agreement.json")
-        notes.append(f"{grader_obj.name} vs human labels: accuracy {res['accuracy']:.3f}, "
-                     f"Cohen's kappa {res['kappa']:.3f} (n={res['n']})")
+        ci = res["ci95"]
+        notes.append(f"{grader_obj.name} vs human labels: accuracy {res['accuracy']:.3f} "
+                     f"[{ci['accuracy'][0]:.3f}, {ci['accuracy'][1]:.3f}], Cohen's kappa {res['kappa']:.3f} "
+                     f"[{ci['kappa'][0]:.3f}, {ci['kappa'][1]:.3f}] (n={res['n']}; {res['uncertain']} uncertain, "
+                     f"{res['uncertain_disagreeing']} of them disagreeing)")
     return StageReport(stage="grade", counts=counts, outputs=outputs, notes=notes)

@@ -114,6 +114,25 @@ def _examples(items: list[EvalItem], grades: list[Grade], answers: dict[tuple[st
     return "".join(out)
 
 
+def _agreement(card: dict[str, Any], uncertain: int) -> str:
+    """How far to trust the hit rates: the grader's measured agreement with human labels."""
+    if not card:
+        return ""
+    if not card.get("measured"):
+        return (f"<p class=agree>Grader agreement with human labels: not measured for "
+                f"<code>{escape(str(card.get('grader', '')))}</code>; measure it with "
+                f"<code>{escape(str(card.get('how', '')))}</code>.</p>")
+    ci = card.get("ci95") or {}
+    acc, kap = ci.get("accuracy") or [None, None], ci.get("kappa") or [None, None]
+
+    def rng(v: list[Any]) -> str:
+        return f" [{v[0]:.2f}, {v[1]:.2f}]" if v[0] is not None else ""
+    return (f"<p class=agree>Grader agreement with human labels ({card.get('n')} labeled answers, "
+            f"<code>{escape(str(card.get('labels', '')))}</code>): accuracy {card.get('accuracy', 0):.2f}{rng(acc)}, "
+            f"Cohen's kappa {card.get('kappa', 0):.2f}{rng(kap)}. {int(uncertain)} grade(s) here were uncertain "
+            "(near the grader's threshold).</p>")
+
+
 def render_html(results: dict[str, Any], items: list[EvalItem], grades: list[Grade],
                 answers: dict[tuple[str, str], str]) -> str:
     models = results.get("models") or {}
@@ -122,6 +141,7 @@ def render_html(results: dict[str, Any], items: list[EvalItem], grades: list[Gra
         f"<style>{_CSS}</style></head><body><h1>Diagnosis benchmark</h1>"
         f"<p>{results.get('n_items', 0)} items, grader <code>{escape(str(results.get('grader', '')))}</code>; "
         "95% bootstrap confidence intervals in brackets (seeded).</p>"
+        f"{_agreement(results.get('grader_agreement') or {}, results.get('uncertain', 0))}"
         f"<h2>Leaderboard</h2>{_leaderboard(models)}"
         f"<h2>Hit rate per error type</h2>{_bars(models)}"
         f"<h2>Hit rate vs false positives</h2>{_scatter(models)}"

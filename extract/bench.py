@@ -6,14 +6,19 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extract.base import Extractor
 from extract.compaction import compact
-from extract.relevance import classify
+from extract.evidence import ThreadIndex
+from extract.relevance import classify, rules_positive
 from extract.rules import RulesExtractor
 from reprodiag.errors import UserError
-from reprodiag.schema import SchemaError, StageReport, Thread, parse_thread
+from reprodiag.intervals import Estimate, bootstrap
+from reprodiag.schema import Record, SchemaError, StageReport, Thread, parse_thread
 
 DEFAULT_DEV_SET = Path(__file__).with_name("data") / "devset.jsonl"
 #: 40 threads in real GitHub shapes (issue templates, env dumps, logs, +1 replies, linked-PR closes).
@@ -132,43 +137,240 @@ def sample_rows() -> list[tuple[Thread, dict[str, Any], str]]:
     return [(t, labels[t.id], "sample") for t in load_sample_threads() if t.id in labels]
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """One labeled thread as the extractor saw it: the filter's decision and the record (extracted whether or
+    not the filter kept it, so field accuracies cover every labeled reproduction)."""
+
+    repo: str
+    gold: dict[str, Any]
+    kept: bool
+    record: Record
+    ungrounded: int
+
+
+def outcomes(rows: list[tuple[Thread, dict[str, Any], str]], extractor: Extractor | None = None) -> list[Outcome]:
+    """Run the filter and an extractor (default: rules with the shipped models) over labeled rows."""
+    threads = [t for t, _, _ in rows]
+    ext = extractor or RulesExtractor()
+    recs = ext.extract(threads)
+    by_id = {r.thread_id: r for r in recs}
+    if isinstance(ext, RulesExtractor):
+        decisions = {d.thread_id: d.is_reproduction for d in classify(threads)}
+    else:  # an LLM extractor decides relevance itself
+        decisions = {t.id: (by_id[t.id].is_reproduction if t.id in by_id else False) for t in threads}
+    out = []
+    for t, lab, _ in rows:
+        rec = by_id.get(t.id)
+        if rec is None:
+            continue
+        idx = ThreadIndex.of(t)
+        bad = sum(idx.locate(e.quote, e.comment_id) is False for e in rec.evidence)
+        out.append(Outcome(t.repo.lower(), lab, decisions[t.id], rec, bad))
+    return out
+
+
+def _rate(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def _same_val(a: Any, b: Any, tol: float) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(float(a) - float(b)) < tol
+
+
+def figures(tol: float = 1e-6) -> dict[str, Any]:
+    """Figure functions over a list of outcomes (each returns None where undefined)."""
+
+    def pos(os: Sequence[Outcome]) -> list[Outcome]:
+        return [o for o in os if o.gold.get("is_reproduction")]
+
+    def resolved_gold(o: Outcome) -> bool:
+        g = o.gold.get("is_resolved")
+        return bool(g) if g is not None else o.gold.get("resolution_type") == "resolved"
+
+    def acc(pred: Any) -> Any:
+        return lambda os: _rate(sum(pred(o) for o in pos(os)), len(pos(os)))
+
+    def wrong(key: str) -> Any:
+        def f(os: Sequence[Outcome]) -> float | None:
+            given = [o for o in pos(os) if getattr(o.record.symptom, key) is not None]
+            return _rate(sum(not _same_val(getattr(o.record.symptom, key), o.gold.get(key), tol) for o in given),
+                         len(given))
+        return f
+
+    return {
+        "precision": lambda os: _rate(sum(o.kept and o.gold["is_reproduction"] for o in os), sum(o.kept for o in os)),
+        "recall": lambda os: _rate(sum(o.kept for o in pos(os)), len(pos(os))),
+        "false_positive_rate": lambda os: _rate(sum(o.kept and not o.gold["is_reproduction"] for o in os),
+                                                sum(not o.gold["is_reproduction"] for o in os)),
+        "error_type": acc(lambda o: o.record.error_type == o.gold.get("error_type")),
+        "is_resolved": acc(lambda o: o.record.is_resolved == resolved_gold(o)),
+        "paper_value": acc(lambda o: _same_val(o.record.symptom.paper_value, o.gold.get("paper_value"), tol)),
+        "paper_wrong": wrong("paper_value"),
+        "obtained_value": acc(lambda o: _same_val(o.record.symptom.obtained_value, o.gold.get("obtained_value"), tol)),
+        "obtained_wrong": wrong("obtained_value"),
+        "metric": acc(lambda o: metric_match(o.record.symptom.metric, o.gold.get("metric"))),
+    }
+
+
+FIGURE_NAMES = ("precision", "recall", "false_positive_rate", "error_type", "is_resolved", "paper_value",
+                "paper_wrong", "obtained_value", "obtained_wrong", "metric")
+
+
+def measure(os: list[Outcome], tol: float = 1e-6, seed: int = 0) -> dict[str, Estimate]:
+    """Every figure with a 95% bootstrap interval (threads resampled in clusters by repository)."""
+    groups = [o.repo for o in os]
+    out = {k: bootstrap(os, f, seed=seed, groups=groups) for k, f in figures(tol).items()}
+    out["ungrounded_quotes"] = Estimate(float(sum(o.ungrounded for o in os)), None, None, len(os))
+    return out
+
+
+def format_figures(name: str, os: list[Outcome], m: dict[str, Estimate]) -> str:
+    npos = sum(bool(o.gold.get("is_reproduction")) for o in os)
+    parts = [f"{k} {m[k].fmt()}" for k in FIGURE_NAMES if m[k].value is not None]
+    return (f"{name} ({len(os)} threads, {npos} reproductions, {len({o.repo for o in os})} repositories): "
+            + ", ".join(parts) + f", ungrounded quotes {int(m['ungrounded_quotes'].value or 0)}")
+
+
+def _as_rows(labeled: list[Any]) -> list[tuple[Thread, dict[str, Any], str]]:
+    return [(r.thread, r.gold, r.split) for r in labeled]
+
+
+def cross_validated_dev(dev: list[Any], older: list[Any], *, seed: int = 0, folds: int = 5) -> list[Outcome]:
+    """Out-of-fold outcomes on the real ``dev`` part: for each of ``folds`` repository-grouped folds, every
+    model is trained on the other folds (plus the older sets) and the user's code path (filter + rules
+    extractor) runs on the held-out fold with those weights."""
+    import os
+    import tempfile
+
+    from extract.learned.examples import train_all
+    from extract.learned.train import write_models
+
+    repos = sorted({r.repo for r in dev})
+    import random
+
+    rng = random.Random(seed)
+    rng.shuffle(repos)
+    fold_of = {repo: i % folds for i, repo in enumerate(repos)}
+    out: list[Outcome] = []
+    prev = os.environ.get("REPRODIAG_MODELS_DIR")
+    try:
+        for k in range(folds):
+            train = [r for r in dev if fold_of[r.repo] != k]
+            held = [r for r in dev if fold_of[r.repo] == k]
+            if not held:
+                continue
+            models, _ = train_all(train, older, seed=seed)
+            with tempfile.TemporaryDirectory(prefix="reprodiag-cv-") as tmp:
+                write_models(models, Path(tmp))
+                os.environ["REPRODIAG_MODELS_DIR"] = tmp
+                out.extend(outcomes(_as_rows(held)))
+    finally:
+        if prev is None:
+            os.environ.pop("REPRODIAG_MODELS_DIR", None)
+        else:
+            os.environ["REPRODIAG_MODELS_DIR"] = prev
+    return out
+
+
+def run_real_bench(*, sets: tuple[str, ...] = ("dev", "test"), extractor: Extractor | None = None,
+                   seed: int = 0, corpus: Path | None = None) -> list[tuple[str, list[Outcome], dict[str, Estimate]]]:
+    """Figures on the real-thread corpus: ``dev`` cross-validated (rules backend) or as is (LLM backends),
+    ``test`` with the shipped models (or the given extractor)."""
+    from extract.learned.examples import OLDER_SETS
+    from extract.realcorpus import REAL_DIR, load_file
+
+    base = corpus or REAL_DIR
+    res = []
+    for part in sets:
+        rows = load_file(base / f"{part}.jsonl")
+        if part == "dev" and extractor is None:
+            older = [r for p in OLDER_SETS if p.exists() for r in load_file(p)]
+            os_ = cross_validated_dev(rows, older, seed=seed)
+            name = "real dev (cross-validated by repository)"
+        else:
+            os_ = outcomes(_as_rows(rows), extractor)
+            name = f"real {part}"
+        res.append((name, os_, measure(os_, seed=seed)))
+    return res
+
+
 def _split_note(split: str, sub: list[tuple[Thread, dict[str, Any], str]], m: dict[str, float]) -> str:
     parts = [f"{k} {v:.3f}" for k, v in m.items() if k not in ("n", "positives")]
     return f"{split} ({len(sub)} threads, {int(m.get('positives', 0))} reproduction): " + ", ".join(parts)
 
 
-def run_bench(dev_set: Path | None = None, *, include_sample: bool = True) -> StageReport:
-    """Five columns: the dev and holdout splits of ``dev_set`` (exact values), with ``include_sample`` the
-    bundled sample corpus (an independently written labeled set; values within ``SAMPLE_TOLERANCE``), the
-    realism set (``REALISM_SET``) and the real-thread set (``REALGH_SET``, exact values), then the filter's
-    CPU throughput and prompt-compaction savings."""
+def run_llm_bench(*, backend: str, model: str | None, base_url: str | None, sets: tuple[str, ...],
+                  store: Any = None, concurrency: int = 8, seed: int = 0, corpus: Path | None = None) -> StageReport:
+    """``bench extract --backend B``: an LLM extractor over labeled real-thread parts (through the
+    workspace's cache), the same figures as the rules path, plus token and cost totals."""
+    from extract.pipeline import make_extractor
+
+    ext = make_extractor(backend, model=model, base_url=base_url, store=store, concurrency=concurrency)
+    notes: list[str] = []
+    counts: dict[str, int] = {}
+    for name, os_, m in run_real_bench(sets=sets, extractor=ext, seed=seed, corpus=corpus):
+        counts[f"{name.split()[-1]}_rows"] = len(os_)
+        notes.append(format_figures(f"{backend} {name}", os_, m))
+    if hasattr(ext, "cost_summary"):
+        notes.append("LLM usage: " + ext.cost_summary())  # type: ignore[attr-defined]
+    return StageReport(stage="bench extract", counts=counts, outputs={"backend": backend, "model": model or ""},
+                       notes=notes)
+
+
+def _real_notes(counts: dict[str, int], sets: tuple[str, ...], seed: int) -> list[str]:
+    from extract.realcorpus import REAL_DIR, load_file
+
+    notes = []
+    for name, os_, m in run_real_bench(sets=sets, seed=seed):
+        counts[f"{name.split()[1]}_real_rows"] = len(os_)
+        notes.append(format_figures(name, os_, m))
+    for part in sets:
+        rows = load_file(REAL_DIR / f"{part}.jsonl")
+        kept = [rules_positive(r.thread) for r in rows]
+        npos = sum(bool(r.gold["is_reproduction"]) for r in rows)
+        tp = sum(k and r.gold["is_reproduction"] for k, r in zip(kept, rows, strict=True))
+        fp = sum(k and not r.gold["is_reproduction"] for k, r in zip(kept, rows, strict=True))
+        notes.append(f"baseline hand-weighted cue filter on real {part}: recall {tp / max(npos, 1):.3f}, "
+                     f"false-positive rate {fp / max(len(rows) - npos, 1):.3f}")
+    return notes
+
+
+def run_bench(dev_set: Path | None = None, *, include_sample: bool = True, real_sets: tuple[str, ...] = ("dev", "test"),
+              seed: int = 0) -> StageReport:
+    """Figures with 95% bootstrap intervals (threads resampled by repository): the real-thread corpus's
+    ``dev`` part cross-validated by repository and its frozen ``test`` part (``real_sets``), the hand-weighted
+    cue filter as a baseline, then the older sets: the splits of ``dev_set``, with ``include_sample`` the
+    bundled sample corpus (values within ``SAMPLE_TOLERANCE``), the realism and realgh sets (these older
+    sets are training rows of the learned models: in-sample), then the filter's CPU throughput and
+    prompt-compaction savings."""
+    from extract.realcorpus import REAL_DIR
+
     path = dev_set or DEFAULT_DEV_SET
     rows = load_dev_set(path)
     counts: dict[str, int] = {"dev_set_rows": len(rows)}
     notes: list[str] = []
+    if include_sample and real_sets and (REAL_DIR / "dev.jsonl").exists():
+        notes.extend(_real_notes(counts, real_sets, seed))
+    def column(name: str, sub: list[tuple[Thread, dict[str, Any], str]], tol: float = 1e-6) -> None:
+        os_ = outcomes(sub)
+        notes.append(format_figures(name, os_, measure(os_, tol, seed)))
+
     for split in sorted({s for _, _, s in rows}):
         sub = [r for r in rows if r[2] == split]
-        m = score_split(sub)
         counts[f"{split}_rows"] = len(sub)
-        notes.append(_split_note(split, sub, m))
-    if len({s for _, _, s in rows}) > 1:
-        notes.append(_split_note("whole dev set", rows, score_split(rows)))
+        column(f"older set {path.name} [{split}]", sub)
     sample = sample_rows() if include_sample else []
     if sample:
-        m = score_split(sample, SAMPLE_TOLERANCE)
         counts["sample_rows"] = len(sample)
-        notes.append(_split_note("sample", sample, m))
-    realism = load_dev_set(REALISM_SET) if include_sample and REALISM_SET.exists() else []
-    if realism:
-        counts["realism_rows"] = len(realism)
-        notes.append(_split_note("realism", realism, score_split(realism)))
-    realgh = load_dev_set(REALGH_SET) if include_sample and REALGH_SET.exists() else []
-    if realgh:
-        counts["realgh_rows"] = len(realgh)
-        notes.append(_split_note("realgh", realgh, score_split(realgh)))
-    if realism:
-        every = rows + sample + realism + realgh
-        notes.append(_split_note("all labeled sets", every, score_split(every, SAMPLE_TOLERANCE)))
+        column("sample corpus (values within 0.051)", sample, SAMPLE_TOLERANCE)
+    for label, extra in (("realism", REALISM_SET), ("realgh", REALGH_SET)):
+        more = load_dev_set(extra) if include_sample and extra.exists() else []
+        if more:
+            counts[f"{label}_rows"] = len(more)
+            column(f"older set {extra.name}", more)
     tps = filter_throughput([t for t, _, _ in rows])
     counts["filter_threads_per_s"] = int(tps)
     notes.append(f"filter throughput: {tps:,.0f} threads per CPU-second, one core ({THROUGHPUT_THREADS} threads)")

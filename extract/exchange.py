@@ -28,7 +28,7 @@ from extract.threadtext import Post, strip_code
 from reprodiag.schema import Thread
 
 #: A number in prose, not part of a version, id or exponent ("1.25e-4", "v2.1", "#12" are not read).
-_NUM = re.compile(r"(?<![\w.#/@-])(\d{1,5}(?:\.\d+)?)(?![\w.]*\d|e-|[\w])")
+_NUM = re.compile(r"(?<![A-Za-z0-9_.#/@-])(\d{1,5}(?:\.\d+)?)(?![A-Za-z0-9_.]*\d|e-|[A-Za-z0-9_])")
 #: Fraction of the gap a post-fix number must close to count as the fix working.
 CLOSED_GAP = 0.5
 #: Closing reasons that mean "done" (issues: COMPLETED; discussions: RESOLVED).

@@ -163,7 +163,17 @@ def _signature(extractor: Extractor, backend: str, model: str | None, thread: Th
     version = RULES_VERSION if backend == "rules" else getattr(extractor, "prompt_version", None)
     if version is None:
         from extract.prompts import PROMPT_VERSION as version
+    if backend == "rules":
+        version += "+" + models_digest()
     return "|".join((backend, model or "", version, thread.content_hash()))
+
+
+def models_digest() -> str:
+    """Digest of the shipped learned models the rules extractor applies (retraining re-extracts)."""
+    from extract.learned.linear import shipped
+    from extract.learned.predict import MODEL_NAMES
+
+    return ",".join(shipped(n).digest for n in MODEL_NAMES if n != "filter")
 
 
 def _extract_chunk(chunk: list[Thread], *, extractor: Extractor, store: Any, collect: Path | None,
@@ -199,7 +209,9 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
     if file_mode:
         threads = read_threads(input)
         if not no_filter:
-            keep = {d.thread_id for d in classify(threads) if d.is_reproduction}
+            got = classify(threads)
+            keep = {d.thread_id for d in got if d.is_reproduction and "no_reply" not in d.signals}
+            counts["no_reply"] = sum(d.is_reproduction and "no_reply" in d.signals for d in got)
             counts["filtered_out"] = len(threads) - len(keep)
             threads = [t for t in threads if t.id in keep]
         todo = threads
@@ -210,7 +222,9 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
             ids = None
         else:
             _decide_stored(store, only_stale=True)
-            ids = [d.thread_id for d in store.iter_decisions(only_positive=True)]
+            pos = list(store.iter_decisions(only_positive=True))
+            ids = [d.thread_id for d in pos if "no_reply" not in d.signals]
+            counts["no_reply"] = len(pos) - len(ids)
         threads = list(store.iter_threads(ids=ids)) if ids is not None else list(store.iter_threads())
         have = store.record_ids()
         if ids is not None:

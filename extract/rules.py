@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from extract.base import Extractor
-from extract.causetype import cause_scores, decide_type
+from extract.causetype import TypeDecision, cause_scores, decide_type
 from extract.cues import CAUSAL, CONFIRM, FIX, HYPOTHESIS
 from extract.evidence import ThreadIndex, check_evidence
 from extract.exchange import Exchange, read_exchange, resolution_type
@@ -167,6 +167,57 @@ def _problem_statement(thread: Thread, sym: SymptomFound) -> str:
     return " — ".join(p for p in parts if p)[:600]
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What the rules read from a thread before any learned model: posts, the rules' symptom (and the comment
+    it came from), the confirming exchange, the rules' type decision and the post roles behind it."""
+
+    posts: list[Post]
+    symptom: SymptomFound
+    symptom_comment: str | None
+    exchange: Exchange
+    type_decision: TypeDecision
+    roles: dict[int, float]
+
+
+def read_thread(thread: Thread) -> Reading:
+    ps = posts(thread)
+    sym, sym_cid = _symptom(thread)
+    ex = read_exchange(thread, ps, sym.paper.value if sym.paper else None,
+                       sym.obtained.value if sym.obtained else None)
+    roles = _roles(ex)
+    return Reading(ps, sym, sym_cid, ex, decide_type(ps, roles), roles)
+
+
+def pick_values(thread: Thread, rd: Reading) -> tuple[SymptomFound, str | None]:
+    """The symptom with its values chosen by the learned value rankers (``values_paper`` /
+    ``values_obtained``): the best-ranked candidate of each side when its calibrated probability reaches
+    the model's threshold, else null (a null is better than a wrong value). The metric is the rules'."""
+    from extract.learned.predict import rank_values
+
+    return rank_values(thread, rd)
+
+
+def learned_resolution(thread: Thread, rd: Reading) -> str:
+    """``resolved`` when the learned is_resolved model says the thread establishes the cause; otherwise the
+    rules' reading decides between ``unresolved_valuable`` and ``unresolved``."""
+    from extract.learned.predict import resolved_prob, shipped_model
+
+    m = shipped_model("resolved")
+    if resolved_prob(thread, rd) >= m.threshold:
+        return "resolved"
+    rules = resolution_type(thread, rd.posts, rd.exchange)
+    return "unresolved_valuable" if rules == "resolved" else rules
+
+
+def learned_type(rd: Reading) -> str:
+    """The learned error-type model's top class when it was trained to replace the rules (it cross-validated
+    better), else the rules' decision."""
+    from extract.learned.predict import type_of
+
+    return type_of(rd)
+
+
 class RulesExtractor(Extractor):
     """Deterministic, offline, cheap. ``extract`` is pure (no I/O)."""
 
@@ -176,19 +227,17 @@ class RulesExtractor(Extractor):
         return [self.extract_one(t) for t in threads]
 
     def extract_one(self, thread: Thread) -> Record:
-        ps = posts(thread)
+        rd = read_thread(thread)
+        ps, ex, decision = rd.posts, rd.exchange, rd.type_decision
         ev: list[Evidence] = []
-        sym, sym_cid = _symptom(thread)
+        sym, sym_cid = pick_values(thread, rd)
         for field, val in (("symptom.paper_value", sym.paper), ("symptom.obtained_value", sym.obtained)):
             if val is not None:
                 ev.append(Evidence(field=field, comment_id=sym_cid, quote=val.quote))
         if sym.metric and sym.metric_quote:
             ev.append(Evidence(field="symptom.metric", comment_id=sym_cid,
                                quote=sym.metric_quote))
-        ex = read_exchange(thread, ps, sym.paper.value if sym.paper else None,
-                           sym.obtained.value if sym.obtained else None)
-        decision = decide_type(ps, _roles(ex))
-        etype = decision.error_type
+        etype = learned_type(rd)
         if decision.quote:
             ev.append(Evidence(field="error_type", comment_id=decision.comment_id, quote=decision.quote))
         root = resolution = None
@@ -198,7 +247,7 @@ class RulesExtractor(Extractor):
             root = _pick_sentence(source.body, source.comment_id, (etype,))
             if root:
                 ev.append(Evidence(field="root_cause", comment_id=source.comment_id, quote=root))
-        rtype = resolution_type(thread, ps, ex)
+        rtype = learned_resolution(thread, rd)
         resolved = rtype == "resolved"
         hyps = _hypotheses(ps, ex, resolved)
         for i, h in enumerate(hyps):

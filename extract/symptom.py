@@ -19,7 +19,7 @@ from extract.relevance import METRIC_WORDS
 from extract.threadtext import section_value, strip_code, template_sections
 
 #: A number that is a value candidate; one glued to ``_`` ("15_pretrain.sh") is part of a name.
-_NUM = re.compile(r"(?<![\w.#/@-])(?:~|≈|about |around )?(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)(?!_)(\s?%)?")
+_NUM = re.compile(r"(?<![A-Za-z0-9_.#/@-])(?:~|≈|about |around )?(\d{1,4}(?:\.\d+)?)(?![A-Za-z0-9_.]*\d)(?!_)(\s?%)?")
 _CLAUSE = re.compile(r"(?<!\d)\.(?!\d)\s*|[;\n。；，!?！？]|,(?!\d{3})\s*|\s(?=but\s|while\s|whereas\s|however)", re.I)
 
 _PAPER_LEFT = re.compile(
@@ -275,7 +275,7 @@ def _table_pair(text: str) -> tuple[Value | None, Value | None]:
 _PAPER_WORD_LEFT = re.compile(r"(?:paper|reported|reports?|claim(?:ed|s)?|readme|table\s?\d+|model ?zoo|official|"
                               r"论文|原文|文中|官方)[^\d]{0,25}$", re.I)
 _PAIR = re.compile(
-    r"(?<![\w.])(\d{1,4}(?:\.\d+)?)\s?%?\s*(?:[\w-]+\s){0,2}(?:vs\.?|versus|v\.s\.|compared (?:to|with)|instead of|"
+    r"(?<![A-Za-z0-9_.])(\d{1,4}(?:\.\d+)?)\s?%?\s*(?:[\w-]+\s){0,2}(?:vs\.?|versus|v\.s\.|compared (?:to|with)|instead of|"
     r"rather than|对比|而不是)\s*(?:the\s)?(?:[\w']+\s)?(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)(\s?%?\s*[^\n.;,]{0,30})",
     re.I,
 )

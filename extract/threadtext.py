@@ -277,7 +277,7 @@ def template_sections(text: str) -> list[Section]:
     return out
 
 
-_SECTION_NUM = re.compile(r"(?<![\w.#/@-])(\d{1,4}(?:\.\d+)?)(?![\w.]*\d)")
+_SECTION_NUM = re.compile(r"(?<![A-Za-z0-9_.#/@-])(\d{1,4}(?:\.\d+)?)(?![A-Za-z0-9_.]*\d)")
 
 
 def section_value(text: str, sec: Section) -> re.Match[str] | None:

@@ -328,9 +328,11 @@ def dpo_row(r: Record, *, confirmed_threads: set[str], paper_titles: dict[str, s
 
 def eval_item(r: Record, *, paper_titles: dict[str, str]) -> EvalItem:
     from eval_diagnosis.directions import acceptable_directions
+    from eval_diagnosis.graders.concept_features import gold_concepts
 
     confirmed = [h.text.strip() for h in r.hypothesis_chain if h.outcome == "confirmed" and h.text.strip()]
     root = (r.root_cause or "").strip()
+    accept = acceptable_directions(root, r.error_type, extra=confirmed)
     return EvalItem(
         id="rd-" + hashlib.sha256(r.thread_id.encode("utf-8")).hexdigest()[:12],
         error_type=r.error_type,
@@ -340,7 +342,8 @@ def eval_item(r: Record, *, paper_titles: dict[str, str]) -> EvalItem:
         tried=r.tried or "",
         question=EVAL_QUESTION,
         gold_root_cause=root,
-        acceptable_directions=acceptable_directions(root, r.error_type, extra=confirmed),
+        acceptable_directions=accept,
+        gold_concepts=gold_concepts(root, accept, r.error_type),
         source_thread=r.thread_id,
         created_year=r.temporal_tag.created_year,
     )
@@ -363,8 +366,8 @@ def _features(name: str) -> Any:
     return Features({"id": Value("string"), "error_type": Value("string"), "environment": Value("string"),
                      "paper": Value("string"), "symptom": Value("string"), "tried": Value("string"),
                      "question": Value("string"), "gold_root_cause": Value("string"),
-                     "acceptable_directions": [Value("string")], "source_thread": Value("string"),
-                     "created_year": Value("int64")})
+                     "acceptable_directions": [Value("string")], "gold_concepts": [Value("string")],
+                     "source_thread": Value("string"), "created_year": Value("int64")})
 
 
 def _save(name: str, splits: dict[str, list[dict[str, Any]]], root: Path) -> dict[str, int]:

@@ -214,6 +214,34 @@ def extract(
                         no_filter=no_filter, concurrency=concurrency, batch=batch, collect=collect))
 
 
+class TrainPart(StrEnum):
+    extract = "extract"
+    grader = "grader"
+    all = "all"
+
+
+@app.command()
+def train(
+    corpus: Annotated[Path | None, typer.Option(help="Folder with dev.jsonl (default: the shipped real-thread corpus).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for the weights files (default: the shipped ones).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the cross-validation folds (same seed, same weights).")] = 0,
+    no_older: Annotated[bool, typer.Option("--no-older", help="Train on the real-thread corpus alone.")] = False,
+    part: Annotated[TrainPart, typer.Option(help="extract (filter, resolved, values, error type), grader, or all.")]
+    = TrainPart.all,
+    answers: Annotated[Path | None, typer.Option(help="Labeled answers for the grader (default: the shipped dev part).")]
+    = None,
+) -> None:
+    """Fit the learned filter, is_resolved, value and error-type models and the concept grader
+    (needs reprodiag[train]; same data and seed give byte-identical weights files).
+
+    Example: reprodiag train --part extract --out /tmp/models --seed 0
+    """
+    from extract.learned.examples import run_train
+
+    _report(run_train(corpus=corpus, out_dir=out, seed=seed, older=not no_older,
+                      part=part.value, answers=answers))
+
+
 # ---------------------------------------------------------------------------- scoring
 
 
@@ -329,17 +357,21 @@ def grade(
     eval_set: Annotated[Path | None, typer.Option(help="Eval set: JSONL file, Parquet, or a build output dir.")]
     = None,
     answers: Annotated[Path | None, typer.Option(help="answers.jsonl: {id, model, answer} per line.")] = None,
-    grader: Annotated[str, typer.Option(help="lexical or llm:SPEC.")] = "lexical",
+    grader: Annotated[str, typer.Option(help="lexical, lexical-v1, llm:SPEC, llm-free:SPEC or lexical+llm:SPEC.")]
+    = "lexical",
     out_dir: Annotated[Path, typer.Option("--out", "-o")] = Path("reprodiag-grades"),
     agreement: Annotated[Path | None, typer.Option(help="Human labels JSONL: report grader agreement.")] = None,
+    controls: Annotated[bool, typer.Option("--controls", help="Shifted-answer, gold-answer and hedge controls.")]
+    = False,
 ) -> None:
-    """Grade given answers without calling any model, or measure a grader against human labels.
+    """Grade given answers without calling any model, measure a grader against human labels, or run controls.
 
-    Example: reprodiag grade --eval-set eval.jsonl --answers answers.jsonl -o grades/
+    Example: reprodiag grade --agreement eval_diagnosis/data/answers_real/test.jsonl --controls -o grades/
     """
     from eval_diagnosis.pipeline import run_grade
 
-    _report(run_grade(eval_set, answers=answers, grader=grader, out_dir=out_dir, agreement=agreement))
+    _report(run_grade(eval_set, answers=answers, grader=grader, out_dir=out_dir, agreement=agreement,
+                      controls=controls))
 
 
 # ---------------------------------------------------------------------------- orchestration
@@ -412,17 +444,35 @@ def bench_mine(
     _report(run_bench(threads=threads, latency_ms=latency_ms, repeats=repeats))
 
 
+class RealSet(StrEnum):
+    dev = "dev"
+    test = "test"
+    both = "both"
+
+
 @bench_app.command("extract")
 def bench_extract(
-    dev_set: Annotated[Path | None, typer.Option(help="Labeled dev set (default: the bundled one).")] = None,
+    dev_set: Annotated[Path | None, typer.Option(help="Older labeled set (default: the bundled one).")] = None,
+    backend: Annotated[Backend, typer.Option(help="Extractor to measure on the real-thread corpus.")] = Backend.rules,
+    model: Annotated[str | None, typer.Option(help="Model name for LLM backends.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Server URL for openai-compatible (vLLM, Ollama).")] = None,
+    set_: Annotated[RealSet, typer.Option("--set", help="Real-thread corpus part(s) to measure.")] = RealSet.both,
+    seed: Annotated[int, typer.Option(help="Seed of the folds and the bootstrap.")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, max=256)] = 8,
 ) -> None:
-    """Filter precision/recall and rules-extractor field accuracy on a labeled dev set.
+    """Filter precision / recall / false-positive rate, error type, is_resolved and value accuracy on the
+    real-thread corpus (dev cross-validated, frozen test) and the older sets, each with a 95% interval.
 
-    Example: reprodiag bench extract
+    Example: reprodiag bench extract --backend openai --model gpt-4o-mini --set test
     """
-    from extract.bench import run_bench
+    from extract.bench import run_bench, run_llm_bench
 
-    _report(run_bench(dev_set=dev_set))
+    sets = ("dev", "test") if set_ is RealSet.both else (set_.value,)
+    if backend is Backend.rules:
+        _report(run_bench(dev_set=dev_set, real_sets=sets, seed=seed))
+    else:
+        _report(run_llm_bench(backend=backend.value, model=model, base_url=base_url, sets=sets, store=_store(),
+                              concurrency=concurrency, seed=seed))
 
 
 @bench_app.command("score")

@@ -396,6 +396,9 @@ class EvalItem(_Model):
     question: str = ""
     gold_root_cause: str
     acceptable_directions: list[str] = Field(default_factory=list)
+    #: Cause concepts of the gold (ids of eval_diagnosis/data/taxonomy.json), derived at build time; empty
+    #: in older rows, where graders derive them from the gold texts.
+    gold_concepts: list[str] = Field(default_factory=list)
     source_thread: str = ""
     created_year: int | None = None
 

@@ -20,7 +20,8 @@ class DirectionGrade(BaseModel):
 class Grade(BaseModel):
     """How one answer scored. ``hit_rank`` is 1-based (None: no hit); ``false_positives`` counts the
     directions that match no acceptable direction; ``error`` is set when no answer could be obtained
-    (provider failure) — such grades are reported apart from misses."""
+    (provider failure) — such grades are reported apart from misses; ``uncertain`` grades are counted apart
+    too (they still carry the grader's best decision)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -35,6 +36,11 @@ class Grade(BaseModel):
     reason: str = ""
     error: str | None = None
     grader: str = ""
+    #: The offline grader's calibrated probability that the answer is a hit (None for other graders).
+    confidence: float | None = None
+    #: The grader was unsure (probability near its threshold): counted apart, sent to the LLM judge by
+    #: ``--grader lexical+llm:SPEC``.
+    uncertain: bool = False
 
 
 class Grader(Protocol):

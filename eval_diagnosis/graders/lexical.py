@@ -121,10 +121,17 @@ def match_direction(d: Direction, item: EvalItem, targets: _Targets) -> bool:
     return False
 
 
-class LexicalGrader:
-    """``lexical``: deterministic, offline."""
+class WordOverlapGrader:
+    """``lexical-v1``: the earlier offline grader (concept and word overlap rules, no learned weights), kept
+    as the baseline the agreement figures are compared with and as a feature of the concept grader."""
 
-    name = "lexical"
+    name = "lexical-v1"
+
+    def targets(self, item: EvalItem) -> _Targets:
+        return _targets(item)
+
+    def matches(self, d: Direction, item: EvalItem, targets: _Targets) -> bool:
+        return match_direction(d, item, targets)
 
     def grade(self, item: EvalItem, answer: str) -> Grade:
         text = answer or ""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -83,12 +84,15 @@ def test_bench_reports_all_figures(tmp_path: Path) -> None:
             for i, t in enumerate(_threads())]
     p = tmp_path / "dev.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    rep = run_bench(p)
+    rep = run_bench(p, real_sets=())  # the real-thread corpus columns: tests/extract/test_realcorpus.py
     text = " ".join(rep.notes)
-    assert "dev (3 threads" in text and "holdout (3 threads" in text and "precision 1.000" in text
+    assert "[dev] (3 threads, 1 reproductions" in text and "[holdout] (3 threads, 2 reproductions" in text
+    assert "precision 1.000 [1.000, 1.000]" in text and "ungrounded quotes 0" in text
     assert rep.counts["filter_threads_per_s"] > 0
-    # the third column: the bundled, independently labeled sample corpus
-    assert rep.counts["sample_rows"] == 80 and "sample (80 threads, 53 reproduction): precision" in text
+    # the bundled, independently labeled sample corpus, with intervals
+    assert rep.counts["sample_rows"] == 80
+    assert re.search(r"sample corpus \(values within 0.051\) \(80 threads, 53 reproductions, \d+ repositories\): "
+                     r"precision \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", text), text
 
 
 def _many_threads(n: int) -> list:  # noqa: ANN001
@@ -203,3 +207,21 @@ def test_switching_backend_re_extracts_and_flipped_decisions_drop_records(store,
     rep = run_extract(store, backend="openai-compatible", **kw)
     assert rep.counts.get("records_removed") == 1
     assert threads[0].id not in store.record_ids() and len(store.record_ids()) == 2
+
+
+def test_reproductions_nobody_answered_are_decided_positive_but_not_extracted(tmp_path: Path, store) -> None:  # noqa: ANN001
+    """SPEC: a thread with no reply is dropped. The filter's decision stays about content (a filter miss
+    otherwise), the ``no_reply`` signal marks it, and extract skips it in file and workspace mode."""
+    answered = make_thread(*POSITIVE[1], REPLY, number=1)
+    silent = make_thread(*POSITIVE[1], None, number=2)
+    src = _write(tmp_path / "threads.jsonl", [answered, silent])
+    rep = run_filter(None, input=src, output=tmp_path / "d.jsonl")
+    decisions = {d["thread_id"]: d for d in map(json.loads, (tmp_path / "d.jsonl").read_text().splitlines())}
+    assert decisions[silent.id]["is_reproduction"] and "no_reply" in decisions[silent.id]["signals"]
+    assert rep.counts["no_reply"] == 1
+    ext = run_extract(None, input=src, output=tmp_path / "r.jsonl")
+    assert [json.loads(x)["thread_id"] for x in (tmp_path / "r.jsonl").read_text().splitlines()] == [answered.id]
+    assert ext.counts["no_reply"] == 1
+    store.upsert_threads([answered, silent])
+    ws = run_extract(store)
+    assert ws.counts["no_reply"] == 1 and store.record_ids() == {answered.id}

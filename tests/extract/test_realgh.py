@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from extract.bench import REALGH_SET, load_dev_set, metric_match, score_split
+from extract.bench import REALGH_SET, load_dev_set, metric_match
 from extract.relevance import classify
 from extract.rules import RulesExtractor
 from extract.symptom import find_symptom
@@ -46,12 +46,16 @@ def test_composition_and_labels(rows: list[tuple[Thread, dict, str]]) -> None:
             assert lab[key] is None or lab[key] in numbers, (t.id, key)
 
 
-def test_rules_on_real_threads_hold_their_floor(rows: list[tuple[Thread, dict, str]]) -> None:
-    """Measured 0.964 / 0.844 / 0.688 / 0.750 / 0.781 before the rules below existed."""
-    m = score_split(rows)
-    assert m["precision"] >= 0.95 and m["recall"] >= 0.95, m
-    assert m["error_type"] >= 0.85, m
-    assert m["paper_value"] >= 0.85 and m["obtained_value"] >= 0.85, m
+def test_learned_extractor_on_this_older_set_gives_no_wrong_values(rows: list[tuple[Thread, dict, str]]) -> None:
+    """This set is now a (down-weighted) training set of the learned models, so its figures are in-sample; the
+    held-out figures come from the real-thread corpus (tests/extract/test_realcorpus.py). A regression guard:
+    the filter keeps its precision and recall, and the value rankers give nulls rather than wrong values."""
+    from extract.bench import measure, outcomes
+
+    m = measure(outcomes(rows))
+    assert m["precision"].value >= 0.95 and m["recall"].value >= 0.95, m
+    assert m["paper_wrong"].value <= 0.05 and m["obtained_wrong"].value <= 0.05, m
+    assert m["obtained_value"].value >= 0.75 and m["ungrounded_quotes"].value == 0, m
 
 
 @pytest.mark.parametrize(("text", "paper", "obtained"), [

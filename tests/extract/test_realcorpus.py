@@ -1,0 +1,168 @@
+"""The real-thread corpus (extract/data/real/): composition, labels, the repository split, and the learned
+models trained from it (``reprodiag train``): deterministic for a seed, reproducible from the committed
+corpus, and measured out of fold by the bench."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from extract.realcorpus import Labeled, load_real, split_of
+
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+]?\d+(?:\.\d+)?")
+TYPES = ("hyperparameter", "data", "evaluation_protocol", "framework_version", "seed_hardware")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, list[Labeled]]:
+    return {p: load_real(p) for p in ("dev", "test")}
+
+
+def test_composition_meets_the_issue(corpus: dict[str, list[Labeled]]) -> None:
+    rows = corpus["dev"] + corpus["test"]
+    assert len(rows) >= 300 and len({r.repo for r in rows}) >= 120
+    assert len({r.source_url for r in rows}) == len(rows)
+    pos = [r for r in rows if r.gold["is_reproduction"]]
+    assert len(pos) >= 180 and len(rows) - len(pos) >= 100
+    per_type = Counter(r.gold["error_type"] for r in pos)
+    assert all(per_type[t] >= 25 for t in TYPES), per_type
+    for t in TYPES:  # resolved and unresolved of every type
+        assert {r.gold["is_resolved"] for r in pos if r.gold["error_type"] == t} == {True, False}
+    cjk = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+    assert sum(bool(cjk.search(r.thread.title + r.thread.body)) for r in rows) >= 20
+    kinds = Counter(r.gold.get("negative_kind") for r in rows if not r.gold["is_reproduction"])
+    assert {"bug_report", "install", "oom", "usage", "weights", "feature_request", "near_miss"} <= set(kinds)
+
+
+def test_labels_follow_labeling_md(corpus: dict[str, list[Labeled]]) -> None:
+    for r in corpus["dev"] + corpus["test"]:
+        g = r.gold
+        assert r.source_url.startswith("https://github.com/") and r.thread.repo.lower() in r.source_url.lower()
+        assert (g["resolution_type"] == "resolved") == g["is_resolved"]
+        if not g["is_reproduction"]:
+            assert g["paper_value"] is None and g["obtained_value"] is None and not g["is_resolved"]
+            continue
+        text = "\n".join([r.thread.title, r.thread.body, *(c.body for c in r.thread.all_comments())])
+        numbers = {round(float(x), 6) for x in _NUMBER.findall(text)}
+        for key in ("paper_value", "obtained_value"):
+            assert g[key] is None or round(float(g[key]), 6) in numbers, (r.source_url, key)
+
+
+def test_split_is_by_repository_and_stable(corpus: dict[str, list[Labeled]]) -> None:
+    dev = {r.repo for r in corpus["dev"]}
+    test = {r.repo for r in corpus["test"]}
+    assert not dev & test
+    assert all(split_of(r.repo) == part for part, rows in corpus.items() for r in rows)
+    assert 0.25 <= len(corpus["test"]) / (len(corpus["dev"]) + len(corpus["test"])) <= 0.55
+
+
+def _small(rows: list[Labeled], n: int) -> list[Labeled]:
+    pos = [r for r in rows if r.gold["is_reproduction"]][: n * 2 // 3]
+    neg = [r for r in rows if not r.gold["is_reproduction"]][: n // 3]
+    return pos + neg
+
+
+def test_same_seed_gives_identical_weights(corpus: dict[str, list[Labeled]]) -> None:
+    from extract.learned.examples import train_all
+
+    rows = _small(corpus["dev"], 90)
+    a, _ = train_all(rows, [], seed=7)
+    b, _ = train_all(rows, [], seed=7)
+    assert [m.dumps() for m in a] == [m.dumps() for m in b]
+    assert [m.name for m in a] == ["filter", "resolved", "values_paper", "values_obtained", "error_type"]
+    assert all(m.meta["seed"] == 7 for m in a)
+
+
+def test_shipped_weights_are_what_train_makes_from_the_committed_corpus(tmp_path: Path) -> None:
+    """`reprodiag train` (seed 0, real dev + older sets) reproduces the shipped weights byte for byte."""
+    from extract.learned.examples import run_train
+    from extract.learned.linear import MODELS_DIR
+
+    rep = run_train(out_dir=tmp_path, seed=0)
+    assert rep.counts["real_dev_threads"] == len(load_real("dev")) and rep.counts["models"] == 7
+    for name in ("filter", "resolved", "values_paper", "values_obtained", "error_type", "grader_direction",
+                 "grader_answer"):
+        assert (tmp_path / f"{name}.json").read_bytes() == (MODELS_DIR / f"{name}.json").read_bytes(), name
+
+
+def test_cross_validated_dev_scores_every_thread_out_of_fold(corpus: dict[str, list[Labeled]]) -> None:
+    from extract.bench import cross_validated_dev, format_figures, measure
+
+    rows = _small(corpus["dev"], 60)
+    os_ = cross_validated_dev(rows, [], seed=0, folds=3)
+    assert sorted(o.record.thread_id for o in os_) == sorted(r.thread.id for r in rows)
+    m = measure(os_)
+    line = format_figures("tiny dev", os_, m)
+    assert re.search(r"recall \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", line) and "ungrounded quotes 0" in line
+    assert m["recall"].lo <= m["recall"].value <= m["recall"].hi
+
+
+def test_bench_on_a_corpus_folder_reports_test_with_intervals(tmp_path: Path, corpus) -> None:  # noqa: ANN001
+    from extract.bench import run_real_bench
+
+    rows = corpus["test"][:40]
+    (tmp_path / "test.jsonl").write_text("".join(
+        json.dumps({"thread": r.thread.model_dump(mode="json"), "gold": r.gold, "source_url": r.source_url,
+                    "split": "test"}, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    [(name, os_, m)] = run_real_bench(sets=("test",), corpus=tmp_path)
+    assert name == "real test" and len(os_) == 40
+    assert m["false_positive_rate"].value is not None and m["ungrounded_quotes"].value == 0
+
+
+def test_train_cli_writes_weights_and_rejects_a_corrupt_corpus(tmp_path: Path, cli, corpus) -> None:  # noqa: ANN001
+    src = tmp_path / "corpus"
+    src.mkdir()
+    rows = _small(corpus["dev"], 60)
+    (src / "dev.jsonl").write_text("".join(
+        json.dumps({"thread": r.thread.model_dump(mode="json"), "gold": r.gold, "source_url": r.source_url},
+                   ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "models"
+    proc = cli("-q", "train", "--corpus", str(src), "--out", str(out), "--no-older", "--part", "extract",
+               workspace=tmp_path / "ws")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{n}.json" for n in ("filter", "resolved", "values_paper", "values_obtained", "error_type"))
+    assert json.loads(proc.stdout)["counts"]["real_dev_threads"] == len(rows)
+    with (src / "dev.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"thread": {"repo": "x/y"}, "gold": {"is_reproduction": true}}\n')
+    bad = cli("train", "--corpus", str(src), "--out", str(out), "--part", "extract", workspace=tmp_path / "ws")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert f"dev.jsonl:{len(rows) + 1}:" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_llm_backend_is_measured_on_the_labeled_corpus_through_the_fake_server(tmp_path: Path, corpus,  # noqa: ANN001
+                                                                               openai_server, store) -> None:  # noqa: ANN001
+    """`bench extract --backend openai --set test`: the LLM extractor over labeled threads (through the workspace
+    cache), the same figures with intervals, token and cost totals; a rerun is answered from the cache."""
+    import os
+
+    from extract.bench import run_llm_bench
+    from tests.fakes.llm_server import Reply
+
+    rows = corpus["test"][:12]
+    (tmp_path / "test.jsonl").write_text("".join(
+        json.dumps({"thread": r.thread.model_dump(mode="json"), "gold": r.gold, "source_url": r.source_url},
+                   ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    answer = {"is_reproduction": True, "error_type": "hyperparameter", "problem_statement": "gap", "metric": None,
+              "paper_value": None, "obtained_value": None, "hypotheses": [], "root_cause": None, "resolution": None,
+              "is_resolved": False, "diagnostic_depth": 0, "environment": None, "paper": None, "tried": None,
+              "evidence": [], "injection_suspected": False}
+    openai_server.responder = lambda rec: Reply.json(answer)
+    os.environ["OPENAI_API_KEY"] = "sk-bench-SECRET"
+    try:
+        rep = run_llm_bench(backend="openai", model="gpt-4o-mini", base_url=openai_server.base_url, sets=("test",),
+                            store=store, corpus=tmp_path)
+        calls = len(openai_server.api_requests("/v1/chat/completions"))
+        again = run_llm_bench(backend="openai", model="gpt-4o-mini", base_url=openai_server.base_url,
+                              sets=("test",), store=store, corpus=tmp_path)
+    finally:
+        del os.environ["OPENAI_API_KEY"]
+    text = " ".join(rep.notes)
+    assert calls == 12 and len(openai_server.api_requests("/v1/chat/completions")) == 12  # second run: cache
+    npos = sum(bool(r.gold["is_reproduction"]) for r in rows)
+    assert f"openai real test (12 threads, {npos} reproductions" in text and "recall 1.000" in text
+    assert "LLM usage:" in text and "$" in text and "sk-bench-SECRET" not in text + " ".join(again.notes)
