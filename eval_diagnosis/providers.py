@@ -9,8 +9,9 @@ Provider errors are re-raised as :class:`ProviderError` whose message never hold
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from reprodiag.config import Secret, api_key
 from reprodiag.errors import UserError
@@ -50,18 +51,35 @@ class OpenAIChat:
         import openai
 
         self._openai = openai
+        self._policy = None
+        self._lock = threading.Lock()
         self._client = openai.OpenAI(api_key=self.key.get() if self.key else "EMPTY", base_url=self.base_url,
                                      timeout=self.timeout_s, max_retries=self.max_retries)
 
     def complete(self, system: str, user: str) -> str:
-        try:
-            resp = self._client.chat.completions.create(
-                model=self.model, temperature=0, max_tokens=MAX_TOKENS,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}])
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes one ProviderError
-            status = getattr(exc, "status_code", None)
-            raise ProviderError(f"{self.spec}: {type(exc).__name__}"
-                                + (f" (HTTP {status})" if status else "") + f": {_scrub(str(exc), self.key)}") from None
+        from extract.openai_params import ParamPolicy
+
+        if self._policy is None:
+            self._policy = ParamPolicy(self.model, MAX_TOKENS)
+        msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        for _ in range(3):
+            try:
+                resp = self._client.chat.completions.create(model=self.model, messages=msgs, **self._policy.params())
+                break
+            except self._openai.BadRequestError as exc:
+                with self._lock:
+                    retry = self._policy.drop_from(str(getattr(exc, "message", "") or exc))
+                if not retry:
+                    raise ProviderError(f"{self.spec}: BadRequestError (HTTP 400): {_scrub(str(exc), self.key)}") from None
+            except Exception as exc:  # noqa: BLE001 - every SDK failure becomes one ProviderError
+                status = getattr(exc, "status_code", None)
+                raise ProviderError(f"{self.spec}: {type(exc).__name__}"
+                                    + (f" (HTTP {status})" if status else "") + f": {_scrub(str(exc), self.key)}") from None
+        else:
+            raise ProviderError(f"{self.spec}: request refused after dropping unsupported parameters")
+        return self._answer(resp)
+
+    def _answer(self, resp: Any) -> str:
         if not getattr(resp, "choices", None):
             return ""
         return resp.choices[0].message.content or ""

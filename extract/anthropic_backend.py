@@ -31,7 +31,7 @@ class AnthropicExtractor(LLMExtractor):
     """``ANTHROPIC_API_KEY`` from the environment; ``base_url`` for proxies and tests."""
 
     backend = "anthropic"
-    default_model = "claude-3-5-haiku-latest"
+    default_model = "claude-haiku-4-5"
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, env: dict[str, str] | None = None,
                  timeout_s: float = 120.0, **kw: Any) -> None:

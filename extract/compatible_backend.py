@@ -32,6 +32,8 @@ class CompatibleExtractor(OpenAIExtractor):
 
     def _params(self, system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         p = super()._params(system, messages)
+        if "max_completion_tokens" in p:  # local servers (vLLM, Ollama, llama.cpp) all know max_tokens
+            p["max_tokens"] = p.pop("max_completion_tokens")
         if self.json_mode:
             p["response_format"] = {"type": "json_object"}
             p["messages"][0] = {"role": "system", "content": system + "\nJSON schema of the answer:\n"
@@ -39,6 +41,8 @@ class CompatibleExtractor(OpenAIExtractor):
         return p
 
     async def _bad_request(self, exc: Any, system: str, messages: list[dict[str, Any]]) -> Completion:
+        if exc.status_code == 400 and self.policy.drop_from(str(getattr(exc, "message", "") or exc)):
+            return await self._complete(system, messages)
         if exc.status_code == 400 and not self.json_mode:
             self.json_mode = True
             return await self._complete(system, messages)

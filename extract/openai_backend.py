@@ -31,12 +31,12 @@ class OpenAIExtractor(LLMExtractor):
     """``OPENAI_API_KEY`` from the environment; ``base_url`` for proxies and tests."""
 
     backend = "openai"
-    default_model = "gpt-4o-mini"
+    default_model = "gpt-5-mini"
     key_name = "OPENAI_API_KEY"
     key_required = True
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, env: dict[str, str] | None = None,
-                 timeout_s: float = 120.0, **kw: Any) -> None:
+                 timeout_s: float = 120.0, reasoning_effort: str | None = "low", **kw: Any) -> None:
         super().__init__(model, **kw)
         import openai
 
@@ -44,13 +44,16 @@ class OpenAIExtractor(LLMExtractor):
         self._client = openai.AsyncOpenAI(api_key=key.get() if key else "not-needed", base_url=base_url,
                                           max_retries=0, timeout=timeout_s)
         self.response_format: dict[str, Any] = RESPONSE_FORMAT
+        from extract.openai_params import ParamPolicy
+
+        self.policy = ParamPolicy(self.model or "", MAX_OUTPUT_TOKENS, reasoning_effort=reasoning_effort)
 
     async def _close(self) -> None:
         await self._client.close()
 
     def _params(self, system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return {"model": self.model, "messages": [{"role": "system", "content": system}, *messages],
-                "response_format": self.response_format, "temperature": 0, "max_tokens": MAX_OUTPUT_TOKENS}
+                "response_format": self.response_format, **self.policy.params()}
 
     async def _complete(self, system: str, messages: list[dict[str, Any]]) -> Completion:
         import openai
@@ -85,7 +88,13 @@ class OpenAIExtractor(LLMExtractor):
         return Completion(text, None, choice.finish_reason == "length", usage)
 
     async def _bad_request(self, exc: Any, system: str, messages: list[dict[str, Any]]) -> Completion:
+        if exc.status_code == 400 and self.policy.drop_from(str(getattr(exc, "message", "") or exc)):
+            return await self._complete(system, messages)  # the parameter stays dropped for the run
         raise AnswerError(f"{self.backend}: request rejected (HTTP {exc.status_code}): {_one_line(exc)}")
+
+    def cost_summary(self) -> str:
+        dropped = self.policy.summary()
+        return super().cost_summary() + (f"; {dropped}" if dropped else "")
 
     def batch_line(self, cid: str, system: str, user: str) -> dict[str, Any]:
         return {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",

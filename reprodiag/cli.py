@@ -205,7 +205,7 @@ def extract(
 ) -> None:
     """Turn relevant threads into grounded diagnosis records.
 
-    Example: reprodiag extract --backend openai --model gpt-4o-mini
+    Example: reprodiag extract --backend openai --model gpt-5-mini
     """
     from extract.pipeline import run_extract
 
@@ -463,7 +463,7 @@ def bench_extract(
     """Filter precision / recall / false-positive rate, error type, is_resolved and value accuracy on the
     real-thread corpus (dev cross-validated, frozen test) and the older sets, each with a 95% interval.
 
-    Example: reprodiag bench extract --backend openai --model gpt-4o-mini --set test
+    Example: reprodiag bench extract --backend openai --model gpt-5-mini --set test
     """
     from extract.bench import run_bench, run_llm_bench
 

@@ -25,6 +25,7 @@ from eval_diagnosis.directions import (
     type_votes,
 )
 from eval_diagnosis.graders.base import DirectionGrade, Grade
+from eval_diagnosis.graders.concept_features import SUBSUMES as _SUBSUMES
 from reprodiag.schema import ERROR_TYPES, EvalItem
 
 MAX_FOCUSED = 8
@@ -36,17 +37,9 @@ class _Targets:
     token_sets: tuple[frozenset[str], ...]
 
 
-#: A more specific concept in the gold text makes a broader one incidental ("warmup of the learning rate"
-#: is about warmup: an answer blaming the learning rate itself names another cause).
-SUBSUMES: dict[str, frozenset[str]] = {
-    "warmup": frozenset({"lr"}),
-    "schedule": frozenset({"lr"}),
-    "label_smoothing": frozenset({"loss_weight"}),
-    "summary_level": frozenset({"metric_impl", "split"}),
-    "answer_normalization": frozenset({"tokenization", "normalization"}),
-    "metric_threshold": frozenset({"postprocess"}),
-    "train_data": frozenset({"split"}),
-}
+#: A more specific concept in the gold text makes a broader one incidental (shared with the concept grader).
+SUBSUMES = _SUBSUMES
+
 _PHRASE_CONCEPT = {c.phrase.lower(): c.id for c in CONCEPTS}
 
 

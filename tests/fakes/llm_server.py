@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -334,8 +335,30 @@ class OpenAIServer(_FakeServer):
                 429: "rate_limit_exceeded"}.get(status, "server_error")
         return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
 
+    #: Model names served as reasoning models (OpenAI's o-series and gpt-5 family): they refuse
+    #: ``max_tokens`` and non-default sampling parameters, as the real API documents.
+    reasoning_models = re.compile(r"^(?:o\d|gpt-5)(?![\w.-]*-chat)")
+
+    def parameter_error(self, body: dict[str, Any]) -> str | None:
+        """The message the real API gives for a parameter this model does not take (None: acceptable)."""
+        model = str(body.get("model", ""))
+        if self.reasoning_models.match(model):
+            if "max_tokens" in body:
+                return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                        "Use 'max_completion_tokens' instead.")
+            for k in ("temperature", "top_p"):
+                if k in body and body[k] != 1:
+                    return (f"Unsupported value: '{k}' does not support {body[k]} with this model. "
+                            "Only the default (1) value is supported.")
+        elif "reasoning_effort" in body:
+            return "Unrecognized request argument supplied: reasoning_effort"
+        return None
+
     def completion(self, body: dict[str, Any], reply: Reply) -> tuple[int, dict[str, str], Any]:
         """(status, headers, JSON body or raw str) for one chat request: shared by HTTP and batches."""
+        refused = self.parameter_error(body)
+        if refused is not None:
+            return 400, {}, self._error_body(400, refused)
         if reply.kind == "error":
             return reply.status, reply.headers, self._error_body(reply.status, reply.text)
         if reply.kind == "raw":
@@ -371,6 +394,9 @@ class OpenAIServer(_FakeServer):
         rec = await self._record(request)
         if not isinstance(rec.json, dict) or "messages" not in rec.json or "model" not in rec.json:
             return web.json_response(self._error_body(400, "body must hold 'model' and 'messages'"), status=400)
+        refused = self.parameter_error(rec.json)
+        if refused is not None:  # refused before any scripted reply is consumed, as a real server would
+            return web.json_response(self._error_body(400, refused), status=400)
         reply = self._next_reply(rec)
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
