@@ -3,6 +3,7 @@ text is HTML-escaped."""
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
@@ -40,43 +41,86 @@ def _leaderboard(models: dict[str, Any]) -> str:
             "<th>hit (any)</th><th>false-positive rate</th><th>justified</th></tr>" + "".join(rows) + "</table>")
 
 
+_MD_BOLD = re.compile(r"\*\*([^*\n]+)\*\*|__([^_\n]+)__")
+_MD_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def md_inline(text: str) -> str:
+    """Safe inline Markdown: the text is HTML-escaped first, then ``**bold**`` and `` `code` `` become tags
+    (nothing else: no links, no raw HTML)."""
+    out = escape(text or "")
+    out = _MD_CODE.sub(lambda m: f"<code>{m.group(1)}</code>", out)
+    return _MD_BOLD.sub(lambda m: f"<b>{m.group(1) or m.group(2)}</b>", out)
+
+
+def _axis_y(parts: list[str], left: float, right: float, top: float, h: float, label: str) -> None:
+    for frac in (0, 0.25, 0.5, 0.75, 1):
+        y = top + h - frac * h
+        parts.append(f'<line x1="{left}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+                     f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{int(frac * 100)}%</text>')
+    parts.append(f'<text x="12" y="{top + h / 2:.1f}" font-size="11" text-anchor="middle" '
+                 f'transform="rotate(-90 12 {top + h / 2:.1f})">{escape(label)}</text>')
+
+
 def _bars(models: dict[str, Any]) -> str:
+    """Hit rate (any) per error type and model, with 95% interval whiskers; type names on two lines."""
     names = sorted(models)
     types = [t for t in (*ERROR_TYPES, "other") if any(t in models[m]["per_type"] for m in names)]
     if not names or not types:
         return ""
-    gw, bw, h, top, left = 40 + 18 * len(names), 16, 200, 20, 40
+    bw = 16
+    gw = max(110, 24 + (bw + 4) * len(names))
+    h, top, left = 200, 20, 56
     width = left + gw * len(types) + 20
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h + top + 60}" role="img">'
-             f'<title>hit rate (any) per error type</title>']
-    for frac in (0, 0.25, 0.5, 0.75, 1):
-        y = top + h - frac * h
-        parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
-                     f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{int(frac * 100)}%</text>')
+    legend_y = top + h + 50
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{legend_y + 22 * ((len(names) + 2) // 3) + 10}" '
+             f'role="img"><title>hit rate (any) per error type, with 95% intervals</title>']
+    _axis_y(parts, left, width - 10, top, h, "hit rate (any)")
     for ti, t in enumerate(types):
-        x0 = left + ti * gw + 10
+        x0 = left + ti * gw + (gw - (bw + 4) * len(names)) / 2
         for mi, m in enumerate(names):
-            v = (models[m]["per_type"].get(t) or {}).get("hit_any") or 0
+            blk = models[m]["per_type"].get(t) or {}
+            v = blk.get("hit_any") or 0
             bh = v * h
-            parts.append(f'<rect x="{x0 + mi * 18}" y="{top + h - bh:.1f}" width="{bw}" height="{bh:.1f}" '
-                         f'fill="{_COLORS[mi % len(_COLORS)]}"><title>{escape(m)} {escape(t)}: {_pct(v)}</title></rect>')
-        parts.append(f'<text x="{x0}" y="{top + h + 14}" font-size="10">{escape(t.replace("_", " "))}</text>')
+            x = x0 + mi * (bw + 4)
+            parts.append(f'<rect x="{x:.1f}" y="{top + h - bh:.1f}" width="{bw}" height="{bh:.1f}" '
+                         f'fill="{_COLORS[mi % len(_COLORS)]}"><title>{escape(m)} {escape(t)}: {_pct(v)} '
+                         f'(n={blk.get("n", 0)})</title></rect>')
+            ci = (blk.get("ci95") or {}).get("hit_any")
+            if ci:
+                cx, y1, y2 = x + bw / 2, top + h - ci[0] * h, top + h - ci[1] * h
+                parts.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y1:.1f}" y2="{y2:.1f}" stroke="#333"/>'
+                             f'<line x1="{cx - 4:.1f}" x2="{cx + 4:.1f}" y1="{y2:.1f}" y2="{y2:.1f}" stroke="#333"/>'
+                             f'<line x1="{cx - 4:.1f}" x2="{cx + 4:.1f}" y1="{y1:.1f}" y2="{y1:.1f}" stroke="#333"/>')
+        cx = left + ti * gw + gw / 2
+        words = t.split("_")
+        for li, w in enumerate(words):
+            parts.append(f'<text x="{cx:.1f}" y="{top + h + 14 + 12 * li}" font-size="10" '
+                         f'text-anchor="middle">{escape(w)}</text>')
     for mi, m in enumerate(names):
-        parts.append(f'<rect x="{left + mi * 150}" y="{top + h + 30}" width="10" height="10" '
-                     f'fill="{_COLORS[mi % len(_COLORS)]}"/><text x="{left + mi * 150 + 14}" y="{top + h + 39}" '
-                     f'font-size="11">{escape(m)}</text>')
+        lx, ly = left + (mi % 3) * 220, legend_y + 22 * (mi // 3)
+        parts.append(f'<rect x="{lx}" y="{ly}" width="10" height="10" fill="{_COLORS[mi % len(_COLORS)]}"/>'
+                     f'<text x="{lx + 14}" y="{ly + 9}" font-size="11">{escape(m)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _scatter(models: dict[str, Any]) -> str:
-    size, pad = 260, 40
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size + 2 * pad + 160}" height="{size + 2 * pad}" '
+    """Hit rate against false-positive rate, both axes 0–100% with ticks."""
+    size, pad = 260, 50
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size + 2 * pad + 200}" height="{size + 2 * pad}" '
              f'role="img"><title>hit rate vs false-positive rate</title>'
-             f'<rect x="{pad}" y="{pad}" width="{size}" height="{size}" fill="none" stroke="#999"/>'
-             f'<text x="{pad + size / 2}" y="{size + pad + 30}" font-size="11" text-anchor="middle">'
-             f'false-positive rate</text><text x="12" y="{pad + size / 2}" font-size="11" '
-             f'transform="rotate(-90 12 {pad + size / 2})" text-anchor="middle">hit rate (any)</text>']
+             f'<rect x="{pad}" y="{pad}" width="{size}" height="{size}" fill="none" stroke="#999"/>']
+    for frac in (0, 0.25, 0.5, 0.75, 1):
+        x = pad + frac * size
+        y = pad + size - frac * size
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{pad + size}" stroke="#eee"/>'
+                     f'<line x1="{pad}" x2="{pad + size}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
+                     f'<text x="{x:.1f}" y="{pad + size + 14}" font-size="10" text-anchor="middle">{int(frac * 100)}%</text>'
+                     f'<text x="{pad - 5}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{int(frac * 100)}%</text>')
+    parts.append(f'<text x="{pad + size / 2}" y="{size + pad + 34}" font-size="11" text-anchor="middle">'
+                 f'false-positive rate (unmatched directions / all)</text><text x="14" y="{pad + size / 2}" '
+                 f'font-size="11" transform="rotate(-90 14 {pad + size / 2})" text-anchor="middle">hit rate (any)</text>')
     for i, (m, res) in enumerate(sorted(models.items())):
         o = res["overall"]
         x = pad + (o.get("false_positive_rate") or 0) * size
@@ -86,6 +130,12 @@ def _scatter(models: dict[str, Any]) -> str:
                      f'<text x="{x + 7:.1f}" y="{y + 4:.1f}" font-size="10">{escape(m)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _field(label: str, value: str, markdown: bool = False) -> str:
+    if not (value or "").strip():
+        return ""
+    return f"<b>{label}:</b> {md_inline(value) if markdown else escape(value)}<br>"
 
 
 def _examples(items: list[EvalItem], grades: list[Grade], answers: dict[tuple[str, str], str], k: int = 5) -> str:
@@ -107,10 +157,9 @@ def _examples(items: list[EvalItem], grades: list[Grade], answers: dict[tuple[st
             cls = "err" if g.error else "hit" if g.hit else "miss"
             rows.append(f"<h4>{escape(g.model)} — <span class={cls}>{escape(g.reason)}</span></h4>"
                         f"<pre>{escape(answers.get((it.id, g.model), ''))}</pre>")
-        out.append(f"<div class=item><h3>{escape(it.id)} ({escape(it.error_type)})</h3>"
-                   f"<p><b>Symptom:</b> {escape(it.symptom)}<br><b>Environment:</b> {escape(it.environment)}<br>"
-                   f"<b>Tried:</b> {escape(it.tried)}<br><b>Gold root cause:</b> {escape(it.gold_root_cause)}</p>"
-                   + "".join(rows) + "</div>")
+        out.append(f"<div class=item><h3>{escape(it.id)} ({escape(it.error_type)})</h3><p>"
+                   + _field("Symptom", it.symptom) + _field("Environment", it.environment) + _field("Tried", it.tried)
+                   + _field("Gold root cause", it.gold_root_cause, markdown=True) + "</p>" + "".join(rows) + "</div>")
     return "".join(out)
 
 

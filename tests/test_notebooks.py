@@ -52,16 +52,24 @@ def _text(nb: nbformat.NotebookNode) -> str:
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 
 
+def _figures(nb: nbformat.NotebookNode) -> int:
+    """Rendered matplotlib figures (PNG display outputs), not text drawn with '#' characters."""
+    return sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
+               for o in c.get("outputs", []))
+
+
 def test_explore_notebook_runs(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nb = _run("explore.ipynb", monkeypatch, REPRODIAG_WORKSPACE=str(workspace))
     text = _text(nb)
-    assert "kept (score)" in text and "error type" in text and "score" in text
+    assert "kept (score)" in text and "hyperparameter" in text and "####" not in text
+    assert _figures(nb) >= 3  # the funnel, types / tiers / resolution, the quality-score histogram
 
 
 def test_results_notebook_runs(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     results = workspace / "demo-out" / "eval" / "results.json"
     nb = _run("results.ipynb", monkeypatch, REPRODIAG_RESULTS=str(results))
     assert "baseline:prior" in _text(nb) and "hit@1" in _text(nb)
+    assert _figures(nb) >= 2  # hit rate per type with intervals, hit rate vs false positives
 
 
 def test_notebooks_are_stored_without_outputs() -> None:

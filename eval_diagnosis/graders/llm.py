@@ -1,9 +1,14 @@
 """LLM judges: ``llm:SPEC`` (given the gold root cause and acceptable directions) and ``llm-free:SPEC``
 (reference-free: the judge decides from the item alone which directions are plausible root causes).
 
-The answer is parsed into directions first (as for the lexical grader); the judge returns JSON
-``{"matches": [true/false per direction], "reason": "..."}``. A judge reply that is not such JSON is
-retried once, then the grade is an error (reported apart from misses), never a crash.
+The answer is parsed into directions first (as for the offline grader) and shown to the judge in a
+shuffled order (seeded by item and answer, so a rerun asks the same), each with its own number; the judge
+returns, per direction, its reasoning *before* its verdict:
+``{"verdicts": [{"n": 2, "reasoning": "...", "match": true}, ...]}`` (the older ``{"matches": [...]}`` list,
+in the order shown, is read too). When the verdict disagrees with the offline grader's, the judge grades
+again in another order: two agreeing judge passes decide; two disagreeing ones leave the offline decision,
+marked ``uncertain``. A judge reply that is not such JSON is retried once, then the grade is an error
+(reported apart from misses), never a crash.
 """
 
 from __future__ import annotations
@@ -18,33 +23,68 @@ from reprodiag.schema import EvalItem
 JUDGE_SYSTEM = (
     "You grade answers to a machine-learning reproduction diagnosis question. For each numbered direction "
     "decide whether it names the true root cause (same underlying cause, paraphrases and other languages "
-    "count; vague category names like 'hyperparameters' or 'the data' do not). Reply with JSON only: "
-    '{"matches": [true|false, ...one per direction], "reason": "one sentence"}.'
+    "count; vague category names like 'hyperparameters' or 'the data', a direction the answer itself rules "
+    "out, and a list that names every possible category do not). Reason first, then decide. Reply with JSON "
+    'only: {"verdicts": [{"n": <direction number>, "reasoning": "one sentence", "match": true|false}, ...one per '
+    'direction], "reason": "one sentence"}.'
 )
 FREE_SYSTEM = (
     "You grade answers to a machine-learning reproduction diagnosis question without a reference answer. "
     "For each numbered direction decide whether it is a specific, plausible root cause for this symptom "
-    "that an expert would check first. Reply with JSON only: "
-    '{"matches": [true|false, ...one per direction], "reason": "one sentence"}.'
+    "that an expert would check first. Reason first, then decide. Reply with JSON only: "
+    '{"verdicts": [{"n": <direction number>, "reasoning": "one sentence", "match": true|false}, ...], '
+    '"reason": "one sentence"}.'
 )
 
 
-def _judge_prompt(item: EvalItem, directions: list[str], reference: bool) -> str:
+def _order(item: EvalItem, answer: str, n: int, salt: int) -> list[int]:
+    """A seeded shuffle of direction indices (the same item, answer and pass give the same order)."""
+    import hashlib
+    import random
+
+    seed = int(hashlib.sha256(f"{item.id}\n{answer}\n{salt}".encode()).hexdigest()[:16], 16)
+    idx = list(range(n))
+    random.Random(seed).shuffle(idx)
+    return idx
+
+
+def _judge_prompt(item: EvalItem, directions: list[str], reference: bool, order: list[int] | None = None) -> str:
     parts = ["Question given to the model:", user_prompt(item), ""]
     if reference:
         parts += [f"True root cause: {item.gold_root_cause}",
                   "Acceptable directions: " + "; ".join(item.acceptable_directions or [item.gold_root_cause]), ""]
-    parts.append("Directions in the answer:")
-    parts += [f"{i}. {d}" for i, d in enumerate(directions, start=1)]
+    parts.append("Directions in the answer (in no particular order; keep their numbers):")
+    parts += [f"{i + 1}. {directions[i]}" for i in (order if order is not None else range(len(directions)))]
     return "\n".join(parts)
 
 
-def _parse_verdict(text: str, n: int) -> list[bool] | None:
+def _parse_verdict(text: str, n: int, order: list[int] | None = None) -> list[bool] | None:
+    """Verdicts per direction in the answer's own order, from the keyed ``verdicts`` list (or the older
+    ``matches`` list in the order shown)."""
     doc = first_json_object(text)
-    matches = doc.get("matches") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        return None
+    shown = order if order is not None else list(range(n))
+    verdicts = doc.get("verdicts")
+    if isinstance(verdicts, list):
+        out = [False] * n
+        seen = False
+        for v in verdicts:
+            if not isinstance(v, dict) or not isinstance(v.get("match"), bool):
+                return None
+            k = v.get("n")
+            if isinstance(k, int) and 1 <= k <= n:
+                out[k - 1] = v["match"]
+                seen = True
+        return out if seen or not verdicts else None
+    matches = doc.get("matches")
     if not isinstance(matches, list) or not all(isinstance(x, bool) for x in matches):
         return None
-    return (matches + [False] * n)[:n]
+    matches = (matches + [False] * n)[:n]
+    out = [False] * n
+    for pos, i in enumerate(shown):
+        out[i] = matches[pos]
+    return out
 
 
 class LLMGrader:
@@ -52,6 +92,19 @@ class LLMGrader:
         self.chat = chat
         self.reference = reference
         self.name = ("llm:" if reference else "llm-free:") + chat.spec
+        self._offline_grader: object | None = None
+
+    def _ask(self, item: EvalItem, texts: list[str], order: list[int]) -> list[bool] | str:
+        prompt = _judge_prompt(item, texts, self.reference, order)
+        for _ in range(2):
+            try:
+                reply = self.chat.complete(JUDGE_SYSTEM if self.reference else FREE_SYSTEM, prompt)
+            except ProviderError as exc:
+                return f"judge failed: {exc}"
+            verdict = _parse_verdict(reply, len(texts), order)
+            if verdict is not None:
+                return verdict
+        return "judge reply was not the requested JSON"
 
     def grade(self, item: EvalItem, answer: str) -> Grade:
         dirs = parse_directions(answer)
@@ -59,22 +112,35 @@ class LLMGrader:
             why = "empty answer" if not (answer or "").strip() else "no parsable direction (garbage answer)"
             return Grade(id=item.id, reason=f"miss: {why}", grader=self.name)
         texts = [(d.raw or d.full)[:500] for d in dirs]
-        prompt = _judge_prompt(item, texts, self.reference)
-        verdict = None
-        for _ in range(2):
-            try:
-                reply = self.chat.complete(JUDGE_SYSTEM if self.reference else FREE_SYSTEM, prompt)
-            except ProviderError as exc:
-                return Grade(id=item.id, error=str(exc), reason="error: judge failed", grader=self.name)
-            verdict = _parse_verdict(reply, len(dirs))
-            if verdict is not None:
-                break
-        if verdict is None:
-            return Grade(id=item.id, error="judge reply was not the requested JSON", reason="error: judge reply",
-                         grader=self.name)
+        first = self._ask(item, texts, _order(item, answer, len(texts), 0))
+        if isinstance(first, str):
+            return Grade(id=item.id, error=first, reason="error: " + first.split(":")[0], grader=self.name)
+        verdict, uncertain, note = first, False, ""
+        offline = self._offline(item, answer)
+        if offline is not None and any(first) != offline:
+            second = self._ask(item, texts, _order(item, answer, len(texts), 1))
+            if isinstance(second, list) and any(second) == any(first):
+                note = " (confirmed in a second order)"
+            elif isinstance(second, list):  # the second pass sides with the offline grader
+                verdict, uncertain = second, True
+                note = " (judge passes disagree: the offline decision is kept)"
         graded = [DirectionGrade(text=t, matched=m, justified=d.justified)
                   for t, m, d in zip(texts, verdict, dirs, strict=True)]
         rank = next((i for i, g in enumerate(graded, start=1) if g.matched), None)
         return Grade(id=item.id, hit=rank is not None, hit_rank=rank, directions=graded,
                      false_positives=sum(not g.matched for g in graded), justified=sum(g.justified for g in graded),
-                     reason=f"hit at rank {rank}" if rank else "miss: judge matched no direction", grader=self.name)
+                     reason=(f"hit at rank {rank}" if rank else "miss: judge matched no direction") + note,
+                     grader=self.name, uncertain=uncertain)
+
+    def _offline(self, item: EvalItem, answer: str) -> bool | None:
+        """The offline grader's decision (None when its models are unavailable)."""
+        if self._offline_grader is None:
+            try:
+                from eval_diagnosis.graders.concept import ConceptGrader
+
+                self._offline_grader = ConceptGrader()
+            except Exception:  # noqa: BLE001 - the judge works without the offline models
+                self._offline_grader = False
+        if self._offline_grader is False:
+            return None
+        return self._offline_grader.grade(item, answer).hit

@@ -65,12 +65,14 @@ def test_unknown_grader_is_a_user_error() -> None:
 def test_llm_judge_with_reference(openai_server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-secret")
     monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
-    openai_server.script(Reply.of_text('Sure: {"matches": [false, true], "reason": "second names warmup"}'))
+    openai_server.script(Reply.of_text('Sure: {"verdicts": [{"n": 2, "reasoning": "ramp-up is warmup", "match": true}, '
+                                       '{"n": 1, "reasoning": "seeds are not it", "match": false}], "reason": "x"}'))
     grader = make_grader("llm:openai:judge-1")
     g = grader.grade(ITEM, "1. seed\n2. the ramp-up phase of the optimiser is short")
     assert g.hit and g.hit_rank == 2 and g.false_positives == 1 and grader.name == "llm:openai:judge-1"
     prompt = openai_server.requests[-1].prompt_text
-    assert "4000 warmup steps" in prompt and "ramp-up" in prompt
+    assert "4000 warmup steps" in prompt and "ramp-up" in prompt and "keep their numbers" in prompt
+    assert '"reasoning"' in openai_server.requests[-1].json["messages"][0]["content"]  # reasoning before verdict
 
 
 def test_llm_judge_garbage_reply_is_an_error_not_a_crash(openai_server,  # noqa: ANN001

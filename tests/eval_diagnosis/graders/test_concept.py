@@ -5,6 +5,7 @@ directions, Chinese answers, calibrated uncertainty, the controls, agreement wit
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -125,15 +126,17 @@ def test_cascade_sends_only_uncertain_answers_to_the_judge(openai_server, monkey
     assert not grader.grade(BLEU, sure).uncertain
     g = cascade.grade(BLEU, sure)
     assert g.hit and not openai_server.api_requests("/v1/chat/completions")
-    # find an answer the offline grader is unsure about, among some borderline phrasings
-    tries = ["1. The number of reference sentences differs", "1. The scoring script differs from the authors'",
-             "1. Output post-processing differs", "1. A different BLEU implementation was used",
-             "1. The metric code version differs", "1. Compound splitting of the output"]
-    unsure = next((t for t in tries if grader.grade(BLEU, t).uncertain), None)
-    if unsure is None:
-        pytest.skip("no borderline phrasing among the tries for this model version")
-    j = cascade.grade(BLEU, unsure)
-    assert j.hit and "judge" in j.reason and len(openai_server.api_requests("/v1/chat/completions")) == 1
+    # an answer the offline grader is unsure about: the first uncertain grade among the labeled dev answers
+    from eval_diagnosis.graders.training import ANSWERS_DIR
+    from eval_diagnosis.io import load_labels
+
+    unsure = next(lab for lab in load_labels(ANSWERS_DIR / "dev.jsonl") if grader.grade(lab.item, lab.answer).uncertain)
+    n = len(grader.grade(unsure.item, unsure.answer).directions)
+    openai_server.default = Reply.of_text('{"verdicts": [' + ", ".join(
+        f'{{"n": {i}, "reasoning": "r", "match": {"true" if i == 1 else "false"}}}' for i in range(1, n + 1)) + "]}")
+    j = cascade.grade(unsure.item, unsure.answer)
+    assert j.hit and j.hit_rank == 1 and not j.uncertain and "judge" in j.reason
+    assert 1 <= len(openai_server.api_requests("/v1/chat/completions")) <= 2  # a second pass if it disagreed
 
 
 def test_results_json_states_the_graders_agreement(tmp_path: Path) -> None:
@@ -150,3 +153,54 @@ def test_results_json_states_the_graders_agreement(tmp_path: Path) -> None:
     assert card["measured"] and card["n"] >= 200 and card["kappa"] >= 0.7 and len(card["ci95"]["kappa"]) == 2
     html = (tmp_path / "out" / "report.html").read_text()
     assert "agreement with human labels" in html and f"{card['kappa']:.2f}" in html
+
+
+def test_judge_shuffles_directions_and_grades_again_when_it_disagrees_with_the_offline_grader(
+        openai_server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The judge sees the directions in a seeded shuffled order with their own numbers; when its verdict
+    disagrees with the offline grader it is asked again in another order; two disagreeing passes keep the
+    offline decision, marked uncertain."""
+    from eval_diagnosis.graders.llm import _order
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    answer = ("1. Random seed variance.\n2. The COCO annotation version.\n3. The learning rate was not scaled "
+              "down for the smaller total batch on 4 GPUs.\n4. Image resize interpolation.")
+    orders = {tuple(_order(LR, answer, 4, s)) for s in (0, 1)}
+    assert len(orders) == 2 and all(sorted(o) == [0, 1, 2, 3] for o in orders)
+    judge = make_grader("llm:openai:judge-1")
+    no = '{"verdicts": [' + ", ".join(f'{{"n": {i}, "reasoning": "r", "match": false}}' for i in range(1, 5)) + "]}"
+    yes3 = no.replace('{"n": 3, "reasoning": "r", "match": false}', '{"n": 3, "reasoning": "r", "match": true}')
+    # first pass says miss (disagrees with the offline hit), second pass says hit: offline decision kept
+    openai_server.script(Reply.of_text(no), Reply.of_text(yes3))
+    g = judge.grade(LR, answer)
+    reqs = openai_server.api_requests("/v1/chat/completions")
+    assert len(reqs) == 2 and g.hit and g.hit_rank == 3 and g.uncertain
+    shown = [re.findall(r"^(\d)\. ", r.prompt_text, re.M) for r in openai_server.requests[-2:]]
+    assert shown[0] != shown[1]
+    # a judge that agrees with the offline grader is asked once
+    openai_server.script(Reply.of_text(yes3))
+    g2 = judge.grade(LR, answer)
+    assert g2.hit and not g2.uncertain and len(openai_server.api_requests("/v1/chat/completions")) == 3
+
+
+def test_llm_judge_is_measured_with_grade_agreement(tmp_path: Path, openai_server,  # noqa: ANN001
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`reprodiag grade --agreement LABELS --grader llm:SPEC` measures the judge like the offline grader."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    lines = TEST_LABELS.read_text(encoding="utf-8").splitlines()[:12]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def judge(rec):  # noqa: ANN001, ANN202 - a judge that calls every first-shown direction a match
+        n = len(re.findall(r"^\d+\. ", rec.prompt_text.split("Directions in the answer")[1], re.M))
+        return Reply.of_text('{"verdicts": [' + ", ".join(
+            f'{{"n": {i}, "reasoning": "r", "match": {"true" if i == 1 else "false"}}}' for i in range(1, n + 1))
+            + "]}")
+
+    openai_server.responder = judge
+    res = run_agreement(labels, make_grader("llm:openai:judge-1"))
+    assert res["grader"] == "llm:openai:judge-1" and res["n"] == 12
+    assert 0.0 <= res["accuracy"] <= 1.0 and len(res["ci95"]["accuracy"]) == 2
+    assert len(openai_server.api_requests("/v1/chat/completions")) >= 12
