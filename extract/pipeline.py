@@ -6,6 +6,12 @@ content hash is unchanged (the hash is kept in the cache table), so a run
 killed at any point finishes with the same result as an uninterrupted one.
 A thread rejected on one run and extracted on a later one loses its stale
 reject in the same transaction that stores its record.
+
+Only threads the filter calls reproductions *and* that someone answered are
+extracted: a reproduction with no human reply (signal ``no_reply``) is counted
+and skipped (SPEC: threads with no reply are dropped), which also saves its
+LLM call. The rules backend's cache signature includes the digest of the
+shipped learned models, so retraining them re-extracts.
 """
 
 from __future__ import annotations
