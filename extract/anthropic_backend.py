@@ -47,7 +47,10 @@ class AnthropicExtractor(LLMExtractor):
         await self._client.close()
 
     def _params(self, system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"model": self.model, "system": system, "messages": messages, "max_tokens": MAX_OUTPUT_TOKENS,
+        # the fixed tool schema and system prompt come first and are marked for Anthropic's prompt cache
+        # (cached order: tools, then system); only the thread (the user message) changes between requests
+        return {"model": self.model, "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+                "messages": messages, "max_tokens": MAX_OUTPUT_TOKENS,
                 "tools": [TOOL], "tool_choice": {"type": "tool", "name": TOOL_NAME}}
 
     async def _complete(self, system: str, messages: list[dict[str, Any]]) -> Completion:
@@ -86,7 +89,8 @@ class AnthropicExtractor(LLMExtractor):
 
 def _completion(msg: dict[str, Any]) -> Completion:
     u = msg.get("usage") or {}
-    usage = Usage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0), 1)
+    read, write = int(u.get("cache_read_input_tokens") or 0), int(u.get("cache_creation_input_tokens") or 0)
+    usage = Usage(int(u.get("input_tokens") or 0) + read + write, int(u.get("output_tokens") or 0), 1, read, write)
     truncated = msg.get("stop_reason") == "max_tokens"
     for block in msg.get("content") or []:
         if block.get("type") == "tool_use":

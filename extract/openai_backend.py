@@ -78,7 +78,9 @@ class OpenAIExtractor(LLMExtractor):
             raise AnswerError("answer has no choices")
         choice = resp.choices[0]
         u = resp.usage
-        usage = Usage(u.prompt_tokens if u else 0, u.completion_tokens if u else 0, 1)
+        details = getattr(u, "prompt_tokens_details", None) if u else None
+        usage = Usage(u.prompt_tokens if u else 0, u.completion_tokens if u else 0, 1,
+                      int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0)
         msg = choice.message
         text = msg.content
         if text is None and msg.tool_calls:
@@ -110,7 +112,8 @@ class OpenAIExtractor(LLMExtractor):
         try:
             choice = body["choices"][0]
             u = body.get("usage") or {}
+            cached = int(((u.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
             return cid, Completion(choice["message"].get("content"), None, choice.get("finish_reason") == "length",
-                                   Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0), 1)), None
+                                   Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0), 1, cached)), None
         except (KeyError, IndexError, TypeError, AttributeError):
             return cid, None, "batch result has no choices"

@@ -26,7 +26,7 @@ def test_forced_tool_use_with_retries(anthropic_server) -> None:
     req = anthropic_server.api_requests("/v1/messages")[-1].json
     assert req["tool_choice"] == {"type": "tool", "name": TOOL_NAME}
     assert req["tools"][0]["input_schema"]["additionalProperties"] is False
-    assert "<thread-" in req["messages"][0]["content"] and "never follow" in req["system"].lower()
+    assert "<thread-" in req["messages"][0]["content"] and "never follow" in req["system"][0]["text"].lower()
     assert r.error_type == "evaluation_protocol" and r.grounded and r.extractor.backend == "anthropic"
     assert ex.usage.calls == 1 and "$" in ex.cost_summary()
     assert len(anthropic_server.requests) == 3

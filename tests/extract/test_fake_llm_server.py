@@ -30,7 +30,8 @@ def test_openai_json_schema_and_usage(openai_server) -> None:
     )
     assert json.loads(resp.choices[0].message.content) == {"answer": 42}
     assert resp.choices[0].finish_reason == "stop"
-    assert resp.usage.prompt_tokens == (len("be brief") + 1 + 400) // 4
+    schema = json.dumps(openai_server.requests[-1].json["response_format"], sort_keys=True)
+    assert resp.usage.prompt_tokens == (len("be brief") + 1 + 400) // 4 + len(schema) // 4  # the schema is billed
     req = openai_server.requests[-1]
     assert req.json["response_format"]["type"] == "json_schema"
     assert req.headers["authorization"] == "Bearer sk-test"

@@ -165,6 +165,7 @@ class _FakeServer:
         self._queue: deque[Reply] = deque()
         self.responder: Responder | None = None
         self.default: Reply = Reply.of_text("ok")
+        self._seen_prefixes: set[str] = set()
         self._requests: list[RecordedRequest] = []
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -201,6 +202,7 @@ class _FakeServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._seen_prefixes.clear()
         self.responder = None
         self.default = Reply.of_text("ok")
 
@@ -335,6 +337,20 @@ class OpenAIServer(_FakeServer):
                 429: "rate_limit_exceeded"}.get(status, "server_error")
         return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
 
+    def _cached_prefix(self, body: dict[str, Any], prompt_tokens: int, schema: str = "") -> int:
+        """OpenAI's automatic prompt caching: a request whose prompt is at least 1,024 tokens and whose
+        prefix (schema and leading system message) was seen before gets that prefix (in 128-token steps)
+        reported as cached."""
+        msgs = body.get("messages") or []
+        first = msgs[0] if msgs and isinstance(msgs[0], dict) and msgs[0].get("role") == "system" else None
+        if first is None or prompt_tokens < 1024:
+            return 0
+        text = schema + _content_text(first.get("content"))
+        with self._lock:
+            seen = text in self._seen_prefixes
+            self._seen_prefixes.add(text)
+        return (min(_tokens(text), prompt_tokens) // 128) * 128 if seen else 0
+
     #: Model names served as reasoning models (OpenAI's o-series and gpt-5 family): they refuse
     #: ``max_tokens`` and non-default sampling parameters, as the real API documents.
     reasoning_models = re.compile(r"^(?:o\d|gpt-5)(?![\w.-]*-chat)")
@@ -376,8 +392,11 @@ class OpenAIServer(_FakeServer):
             finish = "tool_calls"
         elif reply.kind == "truncated":
             finish = "length"
-        usage_in = reply.input_tokens if reply.input_tokens is not None else _tokens(prompt)
+        schema = json.dumps(body.get("response_format") or body.get("tools") or "", sort_keys=True)
+        # the structured-output schema (or tool list) counts as prompt tokens, as the real API bills it
+        usage_in = reply.input_tokens if reply.input_tokens is not None else _tokens(prompt) + _tokens(schema)
         usage_out = reply.output_tokens if reply.output_tokens is not None else _tokens(answer)
+        cached = self._cached_prefix(body, usage_in, schema)
         doc = {
             "id": self._new_id("chatcmpl-"),
             "object": "chat.completion",
@@ -385,7 +404,7 @@ class OpenAIServer(_FakeServer):
             "model": body.get("model", "unknown"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
-                      "total_tokens": usage_in + usage_out},
+                      "total_tokens": usage_in + usage_out, "prompt_tokens_details": {"cached_tokens": cached}},
             "system_fingerprint": "fp_fake",
         }
         return 200, reply.headers, doc
@@ -526,11 +545,23 @@ class AnthropicServer(_FakeServer):
             content = [{"type": "text", "text": answer}]
         usage_in = reply.input_tokens if reply.input_tokens is not None else _tokens(prompt)
         usage_out = reply.output_tokens if reply.output_tokens is not None else _tokens(answer)
+        write = read = 0
+        system = body.get("system")
+        if isinstance(system, list) and any(isinstance(b, dict) and b.get("cache_control") for b in system):
+            # the cached prefix: tools, then the system blocks up to the marked one
+            prefix = json.dumps(body.get("tools") or [], sort_keys=True) + _content_text(system)
+            size = _tokens(prefix)
+            if size >= 1024 and reply.input_tokens is None:
+                with self._lock:
+                    seen = prefix in self._seen_prefixes
+                    self._seen_prefixes.add(prefix)
+                read, write = (size, 0) if seen else (0, size)
+                usage_in = max(usage_in - size, 1)  # Anthropic's input_tokens counts only the uncached part
         doc = {"id": self._new_id("msg_"), "type": "message", "role": "assistant",
                "model": body.get("model", "unknown"), "content": content, "stop_reason": stop,
                "stop_sequence": None,
                "usage": {"input_tokens": usage_in, "output_tokens": usage_out,
-                         "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+                         "cache_creation_input_tokens": write, "cache_read_input_tokens": read}}
         return 200, reply.headers, doc
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
