@@ -36,7 +36,7 @@ class OpenAIExtractor(LLMExtractor):
     key_required = True
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, env: dict[str, str] | None = None,
-                 timeout_s: float = 120.0, reasoning_effort: str | None = "low", **kw: Any) -> None:
+                 timeout_s: float = 120.0, reasoning_effort: str | None = None, **kw: Any) -> None:
         super().__init__(model, **kw)
         import openai
 
@@ -46,7 +46,9 @@ class OpenAIExtractor(LLMExtractor):
         self.response_format: dict[str, Any] = RESPONSE_FORMAT
         from extract.openai_params import ParamPolicy
 
-        self.policy = ParamPolicy(self.model or "", MAX_OUTPUT_TOKENS, reasoning_effort=reasoning_effort)
+        self.policy = ParamPolicy(self.model or "", MAX_OUTPUT_TOKENS)
+        if reasoning_effort is not None:
+            self.policy.reasoning_effort = reasoning_effort
 
     async def _close(self) -> None:
         await self._client.close()

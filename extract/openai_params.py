@@ -28,14 +28,26 @@ def unsupported_param(message: str) -> str | None:
     return next((g for g in m.groups() if g), None) if m else None
 
 
+EFFORTS = ("low", "medium", "high")
+
+
+def default_effort() -> str:
+    """``$REPRODIAG_REASONING_EFFORT`` (set by ``--reasoning-effort``), else ``low``."""
+    import os
+
+    v = os.environ.get("REPRODIAG_REASONING_EFFORT", "low").strip().lower()
+    return v if v in EFFORTS else "low"
+
+
 @dataclass
 class ParamPolicy:
-    """What to send to one model. ``reasoning_effort``: low / medium / high (reasoning models only)."""
+    """What to send to one model. ``reasoning_effort``: low / medium / high (reasoning models only; default
+    :func:`default_effort`)."""
 
     model: str
     max_tokens: int
     temperature: float | None = 0.0
-    reasoning_effort: str | None = "low"
+    reasoning_effort: str | None = field(default_factory=default_effort)
     dropped: set[str] = field(default_factory=set)
 
     def params(self) -> dict[str, Any]:

@@ -43,6 +43,21 @@ app.add_typer(bench_app, name="bench")
 _state: dict[str, Any] = {"workspace": None}
 
 
+class Effort(StrEnum):
+    low = "low"
+    medium = "medium"
+    high = "high"
+
+
+def _set_effort(effort: Effort | None) -> None:
+    """``--reasoning-effort``: for OpenAI reasoning models (o-series, gpt-5), read by every OpenAI client of
+    the run (extractor, eval runner, judge) through ``REPRODIAG_REASONING_EFFORT``."""
+    if effort is not None:
+        import os
+
+        os.environ["REPRODIAG_REASONING_EFFORT"] = effort.value
+
+
 class ApiKind(StrEnum):
     graphql = "graphql"
     rest = "rest"
@@ -202,6 +217,8 @@ def extract(
     concurrency: Annotated[int, typer.Option(min=1, max=256)] = 8,
     batch: Annotated[Path | None, typer.Option(help="Write a Batch API request file instead of calling.")] = None,
     collect: Annotated[Path | None, typer.Option(help="Join Batch API results back by custom_id.")] = None,
+    reasoning_effort: Annotated[Effort | None, typer.Option(help="OpenAI reasoning models (o-series, gpt-5): "
+                                                            "low (default), medium or high.")] = None,
 ) -> None:
     """Turn relevant threads into grounded diagnosis records.
 
@@ -209,6 +226,7 @@ def extract(
     """
     from extract.pipeline import run_extract
 
+    _set_effort(reasoning_effort)
     store = _store()
     _report(run_extract(store, input=input, output=output, backend=backend.value, model=model, base_url=base_url,
                         no_filter=no_filter, concurrency=concurrency, batch=batch, collect=collect))
@@ -337,10 +355,12 @@ def eval_(
     eval_set: Annotated[Path, typer.Option(help="Eval set: JSONL file, Parquet, or a build output dir.")],
     model: Annotated[list[str], typer.Option("--model", help="openai:M, anthropic:M, openai-compatible:M@URL, "
                                              "baseline:prior, baseline:rules (repeatable).")],
-    grader: Annotated[str, typer.Option(help="lexical or llm:SPEC.")] = "lexical",
+    grader: Annotated[str, typer.Option(help="lexical, lexical+llm:SPEC or llm:SPEC.")] = "lexical",
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for grades, results and report.")]
     = Path("reprodiag-eval"),
     concurrency: Annotated[int, typer.Option(min=1, max=256)] = 8,
+    reasoning_effort: Annotated[Effort | None, typer.Option(help="OpenAI reasoning models (o-series, gpt-5): "
+                                                            "low (default), medium or high.")] = None,
 ) -> None:
     """Run models on the diagnosis benchmark and grade their answers.
 
@@ -348,6 +368,7 @@ def eval_(
     """
     from eval_diagnosis.pipeline import run_eval
 
+    _set_effort(reasoning_effort)
     _report(run_eval(eval_set, models=model, grader=grader, out_dir=out_dir, concurrency=concurrency,
                      store=_store()))
 

@@ -65,3 +65,44 @@ def test_eval_runner_and_judge_use_the_same_rules(openai_server, monkeypatch: py
     assert chat.complete("system", "user") == "1. warmup"
     [req] = openai_server.api_requests("/v1/chat/completions")
     assert "max_tokens" not in req.json and "temperature" not in req.json
+
+
+def test_fakes_refuse_loose_schemas_and_bad_tool_shapes(openai_server, anthropic_server) -> None:  # noqa: ANN001
+    import anthropic
+    import openai
+
+    client = openai.OpenAI(api_key="sk-x", base_url=openai_server.base_url, max_retries=0)
+    loose = {"type": "json_schema", "json_schema": {"name": "a", "strict": True, "schema": {
+        "type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": False}}}
+    with pytest.raises(openai.BadRequestError, match="'required' is required"):
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                       response_format=loose)
+    ac = anthropic.Anthropic(api_key="sk-ant-x", base_url=anthropic_server.base_url, max_retries=0)
+    with pytest.raises(anthropic.BadRequestError, match="not found in tools"):
+        ac.messages.create(model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}],
+                           tools=[{"name": "a", "input_schema": {"type": "object"}}],
+                           tool_choice={"type": "tool", "name": "b"})
+
+
+def test_the_projects_own_requests_pass_the_strict_fakes(openai_server, anthropic_server) -> None:  # noqa: ANN001
+    """The extractor's schema is strict-valid and its tool use well-formed, for a reasoning model and an older one."""
+    from extract.anthropic_backend import AnthropicExtractor
+
+    for model in ("gpt-5-mini", "gpt-4o-mini"):
+        t = llm_thread(7)
+        openai_server.script(Reply.json(answer_for(t)))
+        [r] = OpenAIExtractor(model, base_url=openai_server.base_url, env=ENV, retry_cap_s=0.05).extract([t])
+        assert r.grounded, model
+    t = llm_thread(8)
+    anthropic_server.script(Reply.tool(answer_for(t)))
+    [r] = AnthropicExtractor("claude-haiku-4-5", base_url=anthropic_server.base_url,
+                             env={"ANTHROPIC_API_KEY": "sk-ant-x"}, retry_cap_s=0.05).extract([t])
+    assert r.grounded
+
+
+def test_reasoning_effort_flag_reaches_the_request(openai_server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("REPRODIAG_REASONING_EFFORT", "high")
+    t = llm_thread(9)
+    openai_server.script(Reply.json(answer_for(t)))
+    OpenAIExtractor("o4-mini", base_url=openai_server.base_url, env=ENV, retry_cap_s=0.05).extract([t])
+    assert openai_server.api_requests("/v1/chat/completions")[-1].json["reasoning_effort"] == "high"

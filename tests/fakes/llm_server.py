@@ -297,6 +297,63 @@ class _FakeServer:
         return web.json_response(b)
 
 
+def _strict_schema_problem(node: Any, root: dict[str, Any], where: tuple[str, ...]) -> str | None:
+    """What OpenAI's strict structured outputs refuse: an object without ``additionalProperties: false`` or
+    whose ``required`` does not list every property, and a root that is not an object."""
+    if not where and (not isinstance(node, dict) or node.get("type") != "object"):
+        return "the root schema must be an object"
+    if not isinstance(node, dict):
+        return None
+    if "$ref" in node:
+        return None
+    types = node.get("type")
+    if types == "object" or (isinstance(types, list) and "object" in types) or "properties" in node:
+        props = node.get("properties") or {}
+        if node.get("additionalProperties") is not False:
+            return f"In context={where}, 'additionalProperties' is required to be supplied and to be false."
+        missing = [k for k in props if k not in (node.get("required") or [])]
+        if missing:
+            return (f"In context={where}, 'required' is required to be supplied and to be an array including every "
+                    f"key in properties. Missing '{missing[0]}'.")
+        for k, v in props.items():
+            got = _strict_schema_problem(v, root, (*where, "properties", k))
+            if got:
+                return got
+    for key in ("items",):
+        if isinstance(node.get(key), dict):
+            got = _strict_schema_problem(node[key], root, (*where, key))
+            if got:
+                return got
+    for key in ("anyOf",):
+        for i, sub in enumerate(node.get(key) or []):
+            got = _strict_schema_problem(sub, root, (*where, key, str(i)))
+            if got:
+                return got
+    for name, sub in (node.get("$defs") or {}).items():
+        got = _strict_schema_problem(sub, root, (*where, "$defs", name))
+        if got:
+            return got
+    return None
+
+
+def _tool_shape_problem(body: dict[str, Any]) -> str | None:
+    """What Anthropic's Messages API refuses in tool use: a tool without a name or an object input_schema,
+    and a forced ``tool_choice`` naming no defined tool."""
+    tools = body.get("tools") or []
+    names = set()
+    for i, t in enumerate(tools):
+        if not isinstance(t, dict) or not t.get("name"):
+            return f"tools.{i}.name: Field required"
+        sch = t.get("input_schema")
+        if not isinstance(sch, dict) or sch.get("type") != "object":
+            return f"tools.{i}.input_schema.type: Input should be 'object'"
+        names.add(t["name"])
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "tool" and choice.get("name") not in names:
+        return f"tool_choice.name: Tool '{choice.get('name')}' not found in tools"
+    return None
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -356,7 +413,15 @@ class OpenAIServer(_FakeServer):
     reasoning_models = re.compile(r"^(?:o\d|gpt-5)(?![\w.-]*-chat)")
 
     def parameter_error(self, body: dict[str, Any]) -> str | None:
-        """The message the real API gives for a parameter this model does not take (None: acceptable)."""
+        """The message the real API gives for a parameter this model does not take, or for a strict JSON
+        schema it rejects (None: acceptable)."""
+        rf = body.get("response_format")
+        if isinstance(rf, dict) and rf.get("type") == "json_schema":
+            js = rf.get("json_schema") or {}
+            if js.get("strict"):
+                problem = _strict_schema_problem(js.get("schema") or {}, js.get("schema") or {}, ())
+                if problem:
+                    return f"Invalid schema for response_format '{js.get('name', '')}': {problem}"
         model = str(body.get("model", ""))
         if self.reasoning_models.match(model):
             if "max_tokens" in body:
@@ -570,6 +635,9 @@ class AnthropicServer(_FakeServer):
         if not isinstance(body, dict) or "messages" not in body or "model" not in body or "max_tokens" not in body:
             return web.json_response(self._error_body(400, "body must hold 'model', 'messages', 'max_tokens'"),
                                      status=400)
+        shape = _tool_shape_problem(body)
+        if shape is not None:
+            return web.json_response(self._error_body(400, shape), status=400)
         reply = self._next_reply(rec)
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
