@@ -230,3 +230,25 @@ def test_sigkill_mid_eval_then_rerun_matches_clean_run(tmp_path: Path, openai_se
     assert subprocess.run(cmd(clean), env=env, cwd=root, capture_output=True, timeout=120).returncode == 0
     assert (killed / "results.json").read_text() == (clean / "results.json").read_text()
     assert (killed / "grades.jsonl").read_text() == (clean / "grades.jsonl").read_text()
+
+
+@pytest.mark.parametrize("model", ["gpt-5-mini", "gpt-4o-mini"])
+def test_eval_and_llm_judge_run_for_a_reasoning_and_an_older_model(built: Path, tmp_path: Path, openai_server,  # noqa: ANN001
+                                                                   monkeypatch: pytest.MonkeyPatch, model: str) -> None:
+    """The fake refuses max_tokens / temperature for gpt-5 models as the real API does: 0 errors either way."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+
+    def reply(rec):  # noqa: ANN001, ANN202 - the judge gets keyed verdicts, the model a diagnosis
+        if "Directions in the answer" in rec.prompt_text:
+            return Reply.of_text('{"verdicts": [{"n": 1, "reasoning": "r", "match": true}]}')
+        return Reply.of_text("1. Learning-rate warmup is too short")
+
+    openai_server.responder = reply
+    es = _small_set(built, tmp_path, 3)
+    rep = run_eval(es, models=[f"openai:{model}"], grader=f"llm:openai:{model}", out_dir=tmp_path / "o",
+                   concurrency=2, store=None)
+    res = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert res["errors"][f"openai:{model}"] == 0 and rep.counts.get("errors", 0) == 0
+    for r in openai_server.api_requests("/v1/chat/completions"):
+        assert "max_tokens" not in r.json and ("temperature" in r.json) is (model == "gpt-4o-mini")
