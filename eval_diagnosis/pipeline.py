@@ -194,9 +194,17 @@ def run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, c
     grades = _grade_all(grader_obj, item_by_id, rows, store, concurrency)
     counts["errors"] = sum(g.error is not None for g in grades)
     results = _write_outputs(out_dir, items, rows, grades, grader_obj.name, grader_card(grader_obj))
-    return StageReport(stage="eval", counts=counts, notes=_notes(results),
+    dropped = [d for r in runners for d in [_dropped(getattr(r, "chat", None))] if d]
+    dropped += [d for d in [_dropped(getattr(grader_obj, "chat", None))] if d]
+    return StageReport(stage="eval", counts=counts, notes=_notes(results) + dropped,
                        outputs={"answers": str(answers_path), "grades": str(out_dir / "grades.jsonl"),
                                 "results": str(out_dir / "results.json"), "report": str(out_dir / "report.html")})
+
+
+def _dropped(chat: Any) -> str:
+    """The run summary's line for parameters an OpenAI model refused and the client dropped ("" if none)."""
+    policy = getattr(chat, "_policy", None)
+    return policy.summary() if policy is not None else ""
 
 
 def run_agreement(labels_path: Path, grader: Grader, *, seed: int = SEED) -> dict[str, Any]:

@@ -252,3 +252,17 @@ def test_eval_and_llm_judge_run_for_a_reasoning_and_an_older_model(built: Path, 
     assert res["errors"][f"openai:{model}"] == 0 and rep.counts.get("errors", 0) == 0
     for r in openai_server.api_requests("/v1/chat/completions"):
         assert "max_tokens" not in r.json and ("temperature" in r.json) is (model == "gpt-4o-mini")
+
+
+def test_eval_summary_says_which_parameters_a_model_refused(built: Path, tmp_path: Path, openai_server,  # noqa: ANN001
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    openai_server.reasoning_models = re.compile(r"^(?:o\d|gpt-5|novel)")
+    openai_server.default = Reply.of_text("1. Learning-rate warmup is too short")
+    rep = run_eval(_small_set(built, tmp_path, 2), models=["openai:novel-1"], grader="lexical",
+                   out_dir=tmp_path / "o", concurrency=1, store=None)
+    assert "dropped for novel-1: temperature" in " ".join(rep.notes)
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["errors"]["openai:novel-1"] == 0
