@@ -350,6 +350,28 @@ def build(
                       push_to_hub=push_to_hub))
 
 
+@app.command()
+def audit(
+    datasets: Annotated[Path, typer.Argument(help="A `reprodiag build` output folder (sft/, dpo/, eval/).")],
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a check fails.")] = False,
+) -> None:
+    """Audit built datasets as a trainer would: duplicates, leakage, PII, DPO shortcuts, eval gold causes.
+
+    Example: reprodiag audit datasets/ --strict
+    """
+    from reprodiag.audit import run_audit
+
+    rep, code = run_audit(datasets, strict=strict)
+    if out.verbosity() == 0:
+        print(json.dumps({"checks": rep["checks"], "failed": rep["failed"]}, ensure_ascii=False, default=str))
+    else:
+        for k, v in rep["checks"].items():
+            out.console.print(f"{k}: {v}", markup=False, highlight=False)
+        out.console.print("failed: " + (", ".join(rep["failed"]) or "none"), markup=False, highlight=False)
+    if code:
+        raise _Exit(code)
+
+
 @app.command("eval")
 def eval_(
     eval_set: Annotated[Path, typer.Option(help="Eval set: JSONL file, Parquet, or a build output dir.")],
@@ -534,7 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     from reprodiag.store import StoreError
 
     try:
-        app(args=argv, standalone_mode=False, prog_name="reprodiag")
+        rv = app(args=argv, standalone_mode=False, prog_name="reprodiag")
+        if isinstance(rv, int) and not isinstance(rv, bool) and rv:
+            return rv  # click returns an Exit's code instead of raising it when not standalone
     except click_exc.NoArgsIsHelpError:
         app(args=["--help"], standalone_mode=False, prog_name="reprodiag")
         return 0
