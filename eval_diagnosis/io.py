@@ -37,6 +37,8 @@ class LabelRow(BaseModel):
     hit: bool
     notes: str = ""
     category: str = Field(default="")
+    #: 1-based rank of the first direction that names the cause (answers_real files; None for a miss).
+    hit_rank: int | None = None
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

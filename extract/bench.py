@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from extract.relevance import classify, rules_positive
 from extract.rules import RulesExtractor
 from reprodiag.errors import UserError
 from reprodiag.intervals import Estimate, bootstrap
-from reprodiag.schema import Record, SchemaError, StageReport, Thread, parse_thread
+from reprodiag.schema import Record, StageReport, Thread
 
 DEFAULT_DEV_SET = Path(__file__).with_name("data") / "devset.jsonl"
 #: 40 threads in real GitHub shapes (issue templates, env dumps, logs, +1 replies, linked-PR closes).
@@ -30,26 +29,13 @@ THROUGHPUT_THREADS = 5000
 
 
 def load_dev_set(path: Path) -> list[tuple[Thread, dict[str, Any], str]]:
-    """(thread, label, split) rows; a malformed line is a UserError naming file and line."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise UserError(f"cannot read dev set {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"dev set {path} is not UTF-8 text") from None
-    rows = []
-    for no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-            if not isinstance(doc, dict) or not isinstance(doc.get("label"), dict):
-                raise ValueError("expected an object with 'thread' and 'label'")
-            rows.append((parse_thread(doc.get("thread")), doc["label"], str(doc.get("split", "dev"))))
-        except (ValueError, SchemaError) as exc:
-            raise UserError(f"{path}:{no}: {' '.join(str(exc).split())[:200]}") from None
+    """(thread, label, split) rows of a labeled set (:func:`extract.realcorpus.load_file`: either line format;
+    a malformed line is a UserError naming file and line); an empty file is a UserError too."""
+    from extract.realcorpus import load_file
+
+    rows = [(r.thread, r.gold, r.split or "dev") for r in load_file(path)]
     if not rows:
-        raise UserError(f"dev set {path} holds no rows")
+        raise UserError(f"labeled set {path} holds no rows")
     return rows
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from eval_diagnosis.graders.base import Grade, Grader
+from eval_diagnosis.graders.llm import LLMGrader
 from reprodiag.schema import EvalItem
 
 
@@ -19,7 +20,8 @@ class CascadeGrader:
         if not g.uncertain:
             return g.model_copy(update={"grader": self.name})
         self.sent_to_judge += 1
-        j = self.judge.grade(item, answer)
+        j = (self.judge.grade(item, answer, offline_hit=g.hit) if isinstance(self.judge, LLMGrader)
+             else self.judge.grade(item, answer))
         if j.error is not None:  # the judge failed: keep the offline decision, still marked uncertain
             return g.model_copy(update={"grader": self.name, "reason": g.reason + f"; judge failed: {j.error}"})
         return j.model_copy(update={"grader": self.name, "uncertain": False, "confidence": g.confidence,

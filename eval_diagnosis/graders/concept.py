@@ -34,11 +34,12 @@ HEDGE_TYPES = 4
 UNCERTAIN_BAND = 0.2
 
 
-def direction_probs(item: EvalItem, answer: str, model: LinearModel | None = None) -> tuple[list, list[float]]:
+def direction_probs(item: EvalItem, answer: str, model: LinearModel | None = None,
+                    tg: ItemTargets | None = None) -> tuple[list, list[float]]:
     """(directions, probability that each names the root cause)."""
     m = model or shipped("grader_direction")
     dirs = parse_directions(answer)
-    tg = ItemTargets(item)
+    tg = tg or ItemTargets(item)
     v1 = WordOverlapGrader()
     targets = v1.targets(item)
     probs = [m.prob(direction_features(d, tg, v1.matches(d, item, targets))) for d in dirs]
@@ -52,8 +53,9 @@ class ConceptGrader:
         self.dm = direction_model or shipped("grader_direction")
         self.am = answer_model or shipped("grader_answer")
 
-    def answer_prob(self, item: EvalItem, answer: str) -> tuple[list, list[float], float]:
-        dirs, probs = direction_probs(item, answer, self.dm)
+    def answer_prob(self, item: EvalItem, answer: str,
+                    tg: ItemTargets | None = None) -> tuple[list, list[float], float]:
+        dirs, probs = direction_probs(item, answer, self.dm, tg)
         if not dirs:
             return dirs, probs, 0.0
         return dirs, probs, self.am.prob(answer_features(dirs, probs))
@@ -62,12 +64,12 @@ class ConceptGrader:
         text = answer or ""
         if not text.strip():
             return Grade(id=item.id, reason="miss: empty answer", grader=self.name)
-        dirs, probs, p = self.answer_prob(item, text)
+        tg = ItemTargets(item)
+        dirs, probs, p = self.answer_prob(item, text, tg)
         if not dirs:
             return Grade(id=item.id, reason="miss: no parsable direction (garbage answer)", grader=self.name)
         t_dir = self.dm.threshold
         hedge = len(dirs) >= HEDGE_TYPES and types_named(dirs) >= HEDGE_TYPES
-        tg = ItemTargets(item)
         core = [names_core_cause(d, tg) for d in dirs]
         hit = (p >= self.am.threshold or any(core)) and not hedge
         uncertain = abs(p - self.am.threshold) < UNCERTAIN_BAND and not hedge and not any(core)

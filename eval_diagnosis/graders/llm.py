@@ -106,7 +106,8 @@ class LLMGrader:
                 return verdict
         return "judge reply was not the requested JSON"
 
-    def grade(self, item: EvalItem, answer: str) -> Grade:
+    def grade(self, item: EvalItem, answer: str, offline_hit: bool | None = None) -> Grade:
+        """``offline_hit``: the offline grader's decision when the caller already has it (the cascade)."""
         dirs = parse_directions(answer)
         if not dirs:
             why = "empty answer" if not (answer or "").strip() else "no parsable direction (garbage answer)"
@@ -116,7 +117,7 @@ class LLMGrader:
         if isinstance(first, str):
             return Grade(id=item.id, error=first, reason="error: " + first.split(":")[0], grader=self.name)
         verdict, uncertain, note = first, False, ""
-        offline = self._offline(item, answer)
+        offline = offline_hit if offline_hit is not None else self._offline(item, answer)
         if offline is not None and any(first) != offline:
             second = self._ask(item, texts, _order(item, answer, len(texts), 1))
             if isinstance(second, list) and any(second) == any(first):

@@ -8,7 +8,6 @@ probabilities so that it learns from scores like those it sees at run time."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from eval_diagnosis.graders.lexical import WordOverlapGrader
 from extract.learned.linear import LinearModel
 from extract.learned.train import Examples, accuracy_threshold, fit_binary
 from reprodiag.errors import UserError
-from reprodiag.schema import EvalItem, SchemaError
+from reprodiag.schema import EvalItem
 
 ANSWERS_DIR = Path(__file__).resolve().parent.parent / "data" / "answers_real"
 
@@ -36,29 +35,14 @@ class LabeledAnswer:
 
 
 def load_labeled_answers(path: Path) -> list[LabeledAnswer]:
-    """Rows of a labeled answer file (LABELING.md format); a malformed line is a one-line UserError."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise UserError(f"labeled answers not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read labeled answers {path}: {exc}") from None
-    out = []
-    for no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-            if not isinstance(doc, dict) or not isinstance(doc.get("hit"), bool):
-                raise ValueError("expected an object with 'item', 'answer' and a boolean 'hit'")
-            item = EvalItem.model_validate(doc["item"])
-            rank = doc.get("hit_rank")
-            out.append(LabeledAnswer(item, str(doc.get("answer") or ""), doc["hit"],
-                                     int(rank) if isinstance(rank, int) else None, str(doc.get("category", "")),
-                                     item.source_thread.split("#")[0].lower(), no))
-        except (ValueError, KeyError, TypeError, SchemaError) as exc:
-            raise UserError(f"{path}:{no}: {' '.join(str(exc).split())[:200]}") from None
-    return out
+    """Rows of a labeled answer file (:func:`eval_diagnosis.io.load_labels`, LABELING.md format)."""
+    from eval_diagnosis.io import load_labels
+
+    if not path.exists():
+        raise UserError(f"labeled answers not found: {path}")
+    return [LabeledAnswer(lab.item, lab.answer, lab.hit, lab.hit_rank if lab.hit else None, lab.category,
+                          lab.item.source_thread.split("#")[0].lower(), no)
+            for no, lab in enumerate(load_labels(path), start=1)]
 
 
 def _direction_examples(rows: list[LabeledAnswer]) -> tuple[Examples, list[tuple[int, int]], list[list]]:
