@@ -2,11 +2,16 @@
 the wrong thing. Per dataset and split:
 
 * rows, exact duplicates of prompts and of answers;
-* leakage: per row, the share of the answer's content words (the SFT assistant turn, the DPO chosen answer,
-  the eval gold root cause) that already appear in the prompt; rows above ``LEAK_THRESHOLD`` are listed with
-  their thread id;
+* near duplicates of prompts and of answers (MinHash over word 3-grams, estimated Jaccard ≥ 0.9; rows
+  other than the first of each cluster are counted);
+* leakage: per row, the share of the root cause's content words (the cause line of the SFT assistant turn
+  or of the DPO chosen answer, the eval gold root cause; the whole answer when it states no cause) that
+  already appear in the prompt; rows above ``LEAK_THRESHOLD`` are listed with their thread id;
 * PII and secrets in every text column: e-mails, tokens and keys, IPs, home paths (the redaction rules),
-  @mentions, and names in greetings and sign-offs ("Hi Wei", "Thanks, Anna");
+  @mentions, names in greetings and sign-offs ("Hi Wei", "Thanks, Anna"), and, when the participants are
+  known (``participants``: thread id → logins, given by ``build`` and by ``audit`` on a workspace), the
+  logins of the row's thread participants;
+* fragments: answer lines that are questions or end on ":" (an answer should be complete sentences);
 * DPO shortcuts: a cross-validated logistic classifier on surface features only (length, lines, bullets,
   section markers, question marks) told which of a pair is the chosen answer (0.5 = no shortcut), the
   chosen / rejected median length ratio, and how often one rejected text repeats;
@@ -28,10 +33,14 @@ from typing import Any
 import numpy as np
 
 from reprodiag.errors import UserError
+from reprodiag.rowtext import greeting_names
 
 LEAK_THRESHOLD = 0.6
+NEAR_DUP_JACCARD = 0.9
 LIMITS = {"leak_rows": 0, "pii_rows": 0, "shortcut_accuracy": 0.65, "length_ratio_low": 0.8,
-          "length_ratio_high": 1.25, "rejected_max_repeats": 2, "non_declarative_gold": 0, "repo_overlap": 0}
+          "length_ratio_high": 1.25, "rejected_max_repeats": 2, "non_declarative_gold": 0, "repo_overlap": 0,
+          "fragment_lines": 0}
+_CAUSE_LINE = re.compile(r"^(?:Root cause|Most likely cause[^:\n]*):\s*(.+)$", re.M)
 
 _WORD = re.compile(r"[a-z][a-z0-9_.-]{3,}")
 _STOP = frozenset("""this that with from have were been they their there what which when where will would should
@@ -39,8 +48,6 @@ could about into than then them these those your yours also only just very more 
 while after before over under between paper model training results result reported number numbers same does
 doesn make sure check using used uses""".split())
 _MENTION = re.compile(r"(?<![\w.])@[A-Za-z0-9][A-Za-z0-9-]{1,38}\b")
-_GREETING = re.compile(r"(?:^|\n)\s*(?i:hi|hello|hey|dear|thanks|thank you|cheers|best|regards)[,!]?\s+"
-                       r"(?!(?i:everyone|all|team|there|guys|folks|for)\b)([A-Z][a-z]{2,})\b")
 _QUESTION_START = re.compile(r"^\s*(?:did|do|does|can|could|would|should|is|are|have|has|what|why|how|which|any)\b",
                              re.I)
 _INSTRUCTION_START = re.compile(r"^\s*(?:try|use|set|please|resume|run|change|make|add|remove|check|see|install|"
@@ -61,17 +68,51 @@ def leak_share(prompt: str, answer: str) -> float:
     return len(a & _content(prompt)) / len(a) if a else 0.0
 
 
-def pii_hits(text: str) -> list[str]:
-    """Kinds of personal data or secrets found in ``text``."""
+def cause_of(answer: str) -> str:
+    """The cause an answer states (its "Root cause:" / "Most likely cause …:" line), else the whole answer."""
+    m = _CAUSE_LINE.search(answer or "")
+    return m.group(1) if m else (answer or "")
+
+
+def fragment_lines(answer: str) -> int:
+    """Lines of an answer that are questions or end by introducing something (":") — not sentences.
+    Section headings ("Ruled out:") are not counted."""
+    n = 0
+    for ln in (answer or "").splitlines():
+        t = ln.strip()
+        if not t or (t.endswith(":") and not t.startswith(("-", "*")) and len(t.split()) <= 4):
+            continue
+        if t.endswith(("?", "？", ":", "：")):
+            n += 1
+    return n
+
+
+def login_hits(text: str, logins: list[str]) -> list[str]:
+    """Participant logins that appear in ``text`` (``@login`` anywhere; bare only when login-like)."""
+    from reprodiag.redact import PLACEHOLDER_PATTERN, bare_spans, is_login_like
+
+    low = text.lower()
+    found = []
+    for login in logins:
+        if not login or "[" in login or re.fullmatch(PLACEHOLDER_PATTERN, login):
+            continue
+        if "@" + login.lower() in low or (is_login_like(login) and next(bare_spans(text, login), None)):
+            found.append("login")
+            break
+    return found
+
+
+def pii_hits(text: str, logins: list[str] | None = None) -> list[str]:
+    """Kinds of personal data or secrets found in ``text`` (``logins``: the thread's participants)."""
     from reprodiag.redact import redact_text
 
-    kinds = []
+    kinds = login_hits(text, logins or [])
     counts: Counter[str] = Counter()
     redact_text(text, None, counts)
     kinds += [k.lower() for k, v in counts.items() if v]
     if _MENTION.search(text):
         kinds.append("mention")
-    if _GREETING.search(text):
+    if greeting_names(text):
         kinds.append("greeting_name")
     return kinds
 
@@ -123,8 +164,19 @@ def _rows(root: Path, name: str) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def audit(root: Path) -> dict[str, Any]:
-    """The audit of one build output folder (``sft``, ``dpo``, ``eval`` sub-folders with Parquet splits)."""
+def near_duplicate_rows(texts: list[str]) -> int:
+    """Rows that are near duplicates of an earlier row (estimated Jaccard ≥ ``NEAR_DUP_JACCARD``)."""
+    if len(texts) < 2:
+        return 0
+    from scoring.dedup import near_duplicates
+
+    res = near_duplicates(texts, threshold=NEAR_DUP_JACCARD)
+    return int(np.sum(res.duplicate_of >= 0))
+
+
+def audit(root: Path, participants: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The audit of one build output folder (``sft``, ``dpo``, ``eval`` sub-folders with Parquet splits);
+    ``participants``: thread id → the logins of its participants (checked in every text column)."""
     if not root.is_dir():
         raise UserError(f"not a datasets folder: {root}")
     found = {n: _rows(root, n) for n in ("sft", "dpo", "eval")}
@@ -149,19 +201,25 @@ def audit(root: Path) -> dict[str, Any]:
                 answers.append(a)
                 if name != "eval":
                     train_repos.add(str(r.get("repo") or ""))
-            leaks = [{"thread_id": r.get("thread_id") or r.get("source_thread"), "share": round(s, 3)}
-                     for r, s in ((r, leak_share(p, a)) for r, p, a in zip(rows, prompts, answers, strict=True))
+            people = participants or {}
+            tid = [str(r.get("thread_id") or r.get("source_thread") or "") for r in rows]
+            leaks = [{"thread_id": t, "share": round(s, 3)}
+                     for t, s in ((t, leak_share(p, cause_of(a))) for t, p, a in zip(tid, prompts, answers, strict=True))
                      if s > LEAK_THRESHOLD]
-            pii = [{"thread_id": r.get("thread_id") or r.get("source_thread"), "kinds": k}
-                   for r, k in ((r, pii_hits("\n".join([p, a] + ([t] if t else []))))
-                                for r, p, a, t in zip(rows, prompts, answers, texts or [""] * len(rows), strict=True)) if k]
+            pii = [{"thread_id": t, "kinds": k}
+                   for t, k in ((t, pii_hits("\n".join([p, a] + ([x] if x else [])), people.get(t)))
+                                for t, p, a, x in zip(tid, prompts, answers, texts or [""] * len(rows), strict=True))
+                   if k]
+            frags = sum(fragment_lines(a) for a in answers) if name != "eval" else 0
             leak_rows += len(leaks)
             pii_rows += len(pii)
             block: dict[str, Any] = {
                 "rows": len(rows),
                 "duplicate_prompts": len(prompts) - len(set(prompts)),
                 "duplicate_answers": len(answers) - len(set(answers)),
-                "leak_rows": leaks, "pii_rows": pii,
+                "near_duplicate_prompts": near_duplicate_rows(prompts),
+                "near_duplicate_answers": near_duplicate_rows(answers),
+                "leak_rows": leaks, "pii_rows": pii, "fragment_lines": frags,
                 "error_types": dict(Counter(str(r.get("error_type")) for r in rows)),
             }
             if name == "sft":
@@ -176,6 +234,8 @@ def audit(root: Path) -> dict[str, Any]:
                 block["shortcut_accuracy"] = shortcut_accuracy(answers, texts)
             if name == "eval":
                 block["non_declarative_gold"] = [r.get("id") for r in rows if not declarative(str(r.get("gold_root_cause")))]
+                block["symptoms_without_values"] = sum(not re.search(r"\d", str(r.get("symptom") or "").split("\n")[0])
+                                                       for r in rows)
             report["datasets"][f"{name}/{split}"] = block
     dpo = [b for k, b in report["datasets"].items() if k.startswith("dpo/") and b["rows"]]
     eval_blocks = [b for k, b in report["datasets"].items() if k.startswith("eval/")]
@@ -189,9 +249,13 @@ def audit(root: Path) -> dict[str, Any]:
         "rejected_max_repeats": max((b["rejected_max_repeats"] for b in dpo), default=0),
         "non_declarative_gold": sum(len(b["non_declarative_gold"]) for b in eval_blocks),
         "repo_overlap": len(eval_repos & train_repos - {""}),
+        "fragment_lines": sum(b["fragment_lines"] for b in report["datasets"].values()),
+        "near_duplicate_prompts": sum(b["near_duplicate_prompts"] for b in report["datasets"].values()),
+        "near_duplicate_answers": sum(b["near_duplicate_answers"] for b in report["datasets"].values()),
+        "participants_checked": participants is not None,
     }
     failed = []
-    for k in ("leak_rows", "pii_rows", "non_declarative_gold", "repo_overlap"):
+    for k in ("leak_rows", "pii_rows", "non_declarative_gold", "repo_overlap", "fragment_lines"):
         if checks[k] > LIMITS[k]:
             failed.append(k)
     if checks["shortcut_accuracy"] is not None and checks["shortcut_accuracy"] > LIMITS["shortcut_accuracy"]:
@@ -206,9 +270,59 @@ def audit(root: Path) -> dict[str, Any]:
     return report
 
 
-def run_audit(root: Path, *, strict: bool = False) -> tuple[dict[str, Any], int]:
+def audit_summary_lines(rep: dict[str, Any]) -> list[str]:
+    """The audit in a few lines for the dataset card: each figure with its limit and whether it passes."""
+    c = rep["checks"]
+    failed = set(rep["failed"])
+
+    def mark(key: str) -> str:
+        return "FAIL" if key in failed else "pass"
+
+    def fmt(v: Any) -> str:
+        return "n/a" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+    rows = {k: b["rows"] for k, b in rep["datasets"].items()}
+    return [
+        "rows: " + ", ".join(f"{k} {v}" for k, v in rows.items()),
+        f"rows whose prompt already holds the cause (share of cause words > {LEAK_THRESHOLD}): "
+        f"{c['leak_rows']} ({mark('leak_rows')})",
+        f"rows with personal data, secrets or participant names: {c['pii_rows']} ({mark('pii_rows')}"
+        + ("" if c.get("participants_checked") else "; participant logins not checked") + ")",
+        f"DPO shortcut probe (surface features only; 0.5 = no shortcut, limit {LIMITS['shortcut_accuracy']}): "
+        f"{fmt(c['shortcut_accuracy'])} ({mark('shortcut_accuracy')})",
+        f"DPO chosen/rejected median length ratio (limit {LIMITS['length_ratio_low']}–"
+        f"{LIMITS['length_ratio_high']}): {fmt(c['length_ratio_median'])}–{fmt(c['length_ratio_median_max'])} "
+        f"({mark('length_ratio')})",
+        f"most pairs sharing one rejected text: {c['rejected_max_repeats']} (limit "
+        f"{LIMITS['rejected_max_repeats']}, {mark('rejected_repeats')})",
+        f"eval gold causes that are not declarative: {c['non_declarative_gold']} ({mark('non_declarative_gold')})",
+        f"eval repositories also in training: {c['repo_overlap']} ({mark('repo_overlap')})",
+        f"answer lines that are questions or fragments: {c['fragment_lines']} ({mark('fragment_lines')})",
+        f"near-duplicate prompts / answers: {c['near_duplicate_prompts']} / {c['near_duplicate_answers']}",
+    ]
+
+
+def thread_logins(thread: Any) -> list[str]:
+    """The logins of a thread's author and commenters (as stored, before redaction)."""
+    out = [thread.author] if thread.author else []
+    out += [c.author for c in thread.all_comments() if c.author and c.author not in out]
+    return out
+
+
+def participants_of(store: Any) -> dict[str, list[str]]:
+    """Thread id → participant logins, from the stored threads of a workspace's scored records."""
+    out: dict[str, list[str]] = {}
+    for r in store.iter_scored(kept_only=False):
+        t = store.get_thread(r.thread_id)
+        if t is not None:
+            out[r.thread_id] = thread_logins(t)
+    return out
+
+
+def run_audit(root: Path, *, strict: bool = False, participants: dict[str, list[str]] | None = None
+              ) -> tuple[dict[str, Any], int]:
     """Audit ``root``, write ``root/audit.json``; exit code 1 with ``strict`` when a check failed."""
-    rep = audit(Path(root))
+    rep = audit(Path(root), participants)
     (Path(root) / "audit.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False, default=str) + "\n",
                                            encoding="utf-8")
     return rep, (1 if strict and rep["failed"] else 0)

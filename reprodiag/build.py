@@ -1,8 +1,16 @@
 """``reprodiag build``: the published datasets (SFT, DPO, diagnosis eval) from scored records.
 
-Input: kept records (``store.iter_scored(kept_only=True)``), each passed through
-:func:`reprodiag.redact.redact_record` before any of its text reaches a dataset, plus replay verdicts
-(``store.iter_verdicts()``, matched on ``thread_id``; ``verified`` = a confirmed verdict).
+Input: kept records (``store.iter_scored(kept_only=True)``), each redacted (:mod:`reprodiag.redact`) before
+any of its text reaches a dataset, the threads they came from, and replay verdicts (``store.iter_verdicts()``,
+matched on ``thread_id``; ``verified`` = a confirmed verdict).
+
+Prompts hold only what the asker knew before the diagnosis (:mod:`reprodiag.rowtext`): the title and the
+cleaned opening post, "what I tried" and values only from the asker's text before the first reply. Answers
+are complete sentences; names in greetings and sign-offs become role placeholders. A row whose prompt
+already holds the cause (:func:`reprodiag.audit.leak_share` above the audit's threshold) is left out, and
+so is an eval item without a declarative gold cause; both are counted in the card. DPO rejected answers
+come from real content (:mod:`reprodiag.pairs`). The build ends with :func:`reprodiag.audit.audit` of its
+own output (``audit.json``, summary in the card).
 
 Eval repositories are carved out first: a repository whose records feed the eval set contributes
 nothing to SFT/DPO (in any split), so training and eval are repository-disjoint. Records of the
@@ -22,12 +30,26 @@ import random
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from reprodiag import console as out
+from reprodiag.card import CardFacts, dataset_card
 from reprodiag.errors import UserError
-from reprodiag.schema import ERROR_TYPES, EvalItem, Record, StageReport
+from reprodiag.pairs import Candidate, Rejected, choose_donors, donor_pair, swapped
+from reprodiag.rowtext import (
+    MAX_OPENING_CHARS,
+    AskerView,
+    addressee_placeholder,
+    as_sentence,
+    asker_view,
+    cut_text,
+    known_sentences,
+    neutralize_names,
+    value_known,
+)
+from reprodiag.schema import ERROR_TYPES, EvalItem, Record, StageReport, Symptom, parse_record
 from reprodiag.store import Store
 
 MARKER = ".reprodiag-build"
@@ -35,39 +57,12 @@ SPLITS = ("train", "validation", "test")
 MAX_EVAL_SHARE = 0.34
 EVAL_QUESTION = ("List the most likely diagnosis directions for this gap, most likely first, one per numbered "
                  "line, each with a short justification. No fix is needed.")
+SFT_QUESTION = "What is the most likely cause of the gap, and how do I fix it?"
+DPO_QUESTION = "What is the most likely cause of the gap?"
 SYSTEM_PROMPT = ("You are an experienced machine-learning researcher. Someone cannot reproduce a number reported "
                  "in a paper. Reason from the symptom through the plausible hypotheses to the most likely root "
                  "cause, say how to verify it, and how to fix it. If the evidence is not conclusive, say so and "
                  "name what to check next.")
-
-#: Plausible but wrong directions per error type (direction, fix), for DPO pairs without a refuted hypothesis.
-WRONG_DIRECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
-    "hyperparameter": (
-        ("the learning rate is too high for your batch size", "lower the learning rate by 2-4x and retrain"),
-        ("the warmup is too short, so early training diverges", "use a longer linear warmup"),
-        ("training ran for too few epochs", "train for the full schedule of the paper"),
-    ),
-    "data": (
-        ("the input normalization constants (mean/std) differ from the paper's", "use the paper's normalization"),
-        ("you are evaluating on a different split or dataset release", "switch to the split the paper used"),
-        ("the preprocessing (resize/crop) differs from the paper's", "match the paper's preprocessing pipeline"),
-    ),
-    "evaluation_protocol": (
-        ("the metric is computed with a different script or version", "use the paper's evaluation script"),
-        ("decoding settings (beam size, length penalty) differ", "use the paper's beam size and length penalty"),
-        ("the paper used test-time augmentation", "enable multi-crop / flip test-time augmentation"),
-    ),
-    "framework_version": (
-        ("a newer PyTorch version changed a default behaviour", "pin the framework version used by the paper"),
-        ("a library upgrade changed the numerics of a layer", "downgrade the library to the paper's version"),
-    ),
-    "seed_hardware": (
-        ("random seed variance: the paper reports a lucky run", "average over several seeds"),
-        ("mixed precision (FP16) numerics lose accuracy", "train in FP32 or use bf16"),
-        ("multi-GPU nondeterminism changes the result", "enable deterministic algorithms"),
-    ),
-}
-
 
 # --------------------------------------------------------------------------- pure parts
 
@@ -151,21 +146,46 @@ def _num(v: float | None) -> str:
     return f"{v:g}"
 
 
-def symptom_text(r: Record) -> str:
-    """``"BLEU: obtained 26.1, paper reports 28.4 (gap -2.3)"``, else the problem statement's start."""
+@dataclass(frozen=True)
+class RowSource:
+    """One kept record as the datasets see it: redacted, with the asker's view of its thread (None when the
+    workspace does not hold the thread) and the values a prompt may show (those the asker wrote)."""
+
+    record: Record
+    view: AskerView | None
+    shown: Symptom
+
+    @property
+    def created(self) -> datetime | None:
+        return self.record.stats.created_at
+
+
+def shown_symptom(r: Record, view: AskerView | None) -> Symptom:
+    """The record's symptom restricted to what the asker wrote before any reply: a value that is not in the
+    asker's text is left out (it came from a quote or a later post), and equal paper and obtained values
+    (no gap: one of them was misread) are both left out."""
     s = r.symptom
-    text = " ".join((r.problem_statement or "").split())
-    text = text[:300] + ("…" if len(text) > 300 else "")
-    if s.metric and s.paper_value is not None and s.obtained_value is not None:
-        gap = s.gap if s.gap is not None else s.obtained_value - s.paper_value
-        return f"{s.metric}: obtained {_num(s.obtained_value)}, paper reports {_num(s.paper_value)} (gap {gap:+.4g})"
-    if s.metric and (s.paper_value is not None or s.obtained_value is not None or s.gap is not None):
-        known = [f"paper reports {_num(s.paper_value)}" if s.paper_value is not None else "",
-                 f"obtained {_num(s.obtained_value)}" if s.obtained_value is not None else "",
-                 f"gap {s.gap:+.4g}" if s.gap is not None else ""]
-        head = f"{s.metric}: " + ", ".join(k for k in known if k)
-        return head + (f". {text}" if text else "")
-    return text
+    pv, ov = s.paper_value, s.obtained_value
+    if view is not None:
+        pv = pv if value_known(pv, view.known) else None
+        ov = ov if value_known(ov, view.known) else None
+    if pv is not None and ov is not None and pv == ov:
+        pv = ov = None
+    gap = round(ov - pv, 6) if pv is not None and ov is not None else None
+    return Symptom(metric=s.metric, paper_value=pv, obtained_value=ov, gap=gap)
+
+
+def symptom_text(src: RowSource) -> str:
+    """``"BLEU: obtained 26.1, paper reports 28.4 (gap -2.3)"``; one side only when only one is known."""
+    s = src.shown
+    if s.paper_value is not None and s.obtained_value is not None:
+        return (f"{s.metric or 'metric'}: obtained {_num(s.obtained_value)}, paper reports {_num(s.paper_value)} "
+                f"(gap {s.obtained_value - s.paper_value:+.4g})")
+    if s.paper_value is not None:
+        return f"{s.metric or 'metric'}: paper reports {_num(s.paper_value)}; my run does not reach it"
+    if s.obtained_value is not None:
+        return f"{s.metric or 'metric'}: obtained {_num(s.obtained_value)}, which does not match the paper's number"
+    return f"{s.metric}: my result does not match the paper" if s.metric else "my result does not match the paper"
 
 
 def environment_text(r: Record) -> str:
@@ -178,18 +198,39 @@ def paper_text(r: Record, paper_titles: dict[str, str]) -> str:
     return r.paper or paper_titles.get(r.repo) or r.repo
 
 
-def user_message(r: Record, paper_titles: dict[str, str]) -> str:
+def tried_text(src: RowSource) -> str:
+    """"What I tried": only sentences the asker wrote before anyone replied, and not already in the opening."""
+    r, view = src.record, src.view
+    if view is None:
+        return ""
+    tried = known_sentences(r.tried, view.known)
+    opening = " ".join(view.opening.split()).lower()
+    return "" if not tried or " ".join(tried.split()).lower().strip(" .") in opening else tried
+
+
+def report_text(src: RowSource) -> str:
+    """The asker's own report: the title and the cleaned opening post (or, without the thread, the record's
+    problem statement cut at a sentence end)."""
+    if src.view is not None:
+        return "\n".join(p for p in (src.view.title, src.view.opening) if p)
+    text, _cut = cut_text(" ".join((src.record.problem_statement or "").split()), MAX_OPENING_CHARS)
+    return text
+
+
+def user_message(src: RowSource, paper_titles: dict[str, str], question: str = SFT_QUESTION) -> str:
+    r = src.record
     lines = [f"I am trying to reproduce a result of {paper_text(r, paper_titles)} (code: {r.repo})."]
     env = environment_text(r)
     if env:
         lines.append(f"Environment: {env}")
-    lines.append(f"Symptom: {symptom_text(r) or 'the number does not match the paper'}")
-    if r.tried:
-        lines.append(f"What I tried: {r.tried}")
-    ps = " ".join((r.problem_statement or "").split())
-    if ps:
-        lines += ["", ps[:1500] + ("…" if len(ps) > 1500 else "")]
-    lines += ["", "What is the most likely cause of the gap, and how do I fix it?"]
+    lines.append(f"Symptom: {symptom_text(src)}")
+    tried = tried_text(src)
+    if tried:
+        lines.append(f"What I tried: {tried}")
+    report = report_text(src)
+    if report:
+        lines += ["", report]
+    lines += ["", question]
     return "\n".join(lines)
 
 
@@ -205,56 +246,122 @@ TYPE_GLOSS: dict[str, str] = {
 }
 
 
+#: The same categories without the examples (DPO answers: the category is content, its gloss is not).
+TYPE_NAME: dict[str, str] = {
+    "hyperparameter": "a training hyperparameter", "data": "the data",
+    "evaluation_protocol": "the evaluation protocol", "framework_version": "a framework or library version",
+    "seed_hardware": "seeds or hardware", "other": "a cause outside the five usual categories",
+}
+
+
 def _same(a: str, b: str) -> bool:
     """Whether two texts say the same thing (one contains the other, whitespace- and case-insensitive)."""
-    x, y = " ".join(a.lower().split()), " ".join(b.lower().split())
+    x, y = " ".join(a.lower().split()).strip(" ."), " ".join(b.lower().split()).strip(" .")
     return bool(x) and bool(y) and (x in y or y in x)
 
 
-def diagnosis_text(r: Record) -> str | None:
-    """The thread's expert reasoning as one assistant turn (None when there is nothing to teach).
+@dataclass(frozen=True)
+class Diagnosis:
+    """A diagnosis as an assistant turn renders it; every text a complete sentence (see ``rowtext``)."""
 
-    Order: the category, the hypotheses (ruled out, confirmed, still open), the cause (stated as
-    unconfirmed when the thread did not confirm it), the fix, and how to verify it against the paper."""
-    hyps = [h for h in r.hypothesis_chain if h.text.strip()]
-    root = (r.root_cause or "").strip()
-    if not root and not hyps:
+    error_type: str
+    refuted: tuple[str, ...]
+    confirmed: tuple[str, ...]
+    untested: tuple[str, ...]
+    cause: str | None
+    resolved: bool
+    fix: str | None
+    verify: str
+    #: Refuted hypotheses that were stated as claims (not asked as questions): candidates for a rejected cause.
+    claims: tuple[str, ...] = ()
+
+
+def _clean(text: str | None, *, questions: bool = True) -> str | None:
+    return as_sentence(neutralize_names(text or "", addressee="asker_0", writer="maintainer_0"),
+                       questions=questions)
+
+
+def _verify_line(s: Symptom) -> str:
+    if s.metric and s.paper_value is not None:
+        return (f"How to verify: change one thing at a time and rerun; {s.metric} should move to within the usual "
+                f"run-to-run spread of the paper's {_num(s.paper_value)}"
+                + (f" (now {_num(s.obtained_value)})." if s.obtained_value is not None else "."))
+    return "How to verify: change one thing at a time against the paper's exact setup and rerun."
+
+
+def diagnosis_of(src: RowSource) -> Diagnosis | None:
+    """The record's reasoning as complete sentences (None when nothing is left to teach): hypotheses
+    grouped by outcome (duplicates and those restating the cause or fix dropped), the cause, the fix (left out
+    when it only restates the cause)."""
+    from reprodiag.audit import declarative
+
+    r = src.record
+    cause = _clean(r.root_cause, questions=False)
+    if cause is not None and not declarative(cause):  # an instruction is no cause (it may still be the fix)
+        cause = None
+    fix = _clean(r.resolution)
+    if fix and cause and _same(fix, cause):
+        fix = None
+    groups: dict[str, list[str]] = {"refuted": [], "confirmed": [], "untested": []}
+    claims: list[str] = []
+    seen: list[str] = [t for t in (cause, fix) if t]
+    for h in r.hypothesis_chain:
+        t = _clean(h.text)
+        if t is None or any(_same(t, s) for s in seen):
+            continue
+        seen.append(t)
+        groups.get(h.outcome, groups["untested"]).append(t)
+        if h.outcome == "refuted" and _clean(h.text, questions=False) == t:
+            claims.append(t)
+    if cause is None and not any(groups.values()):
         return None
-    resolved = r.resolution_type == "resolved" or r.is_resolved
-    parts: list[str] = [f"This looks like a problem with {TYPE_GLOSS.get(r.error_type, TYPE_GLOSS['other'])}."]
-    fix = (r.resolution or "").strip()
-    shown = [h for h in hyps if not (root and _same(h.text, root)) and not (fix and _same(h.text, fix))]
-    for outcome, title in (("refuted", "Ruled out"), ("confirmed", "Checked and confirmed"),
-                           ("untested", "Worth checking")):
-        group = [h.text.strip() for h in shown if h.outcome == outcome]
+    return Diagnosis(error_type=r.error_type, refuted=tuple(groups["refuted"]),
+                     confirmed=tuple(groups["confirmed"]), untested=tuple(groups["untested"]), cause=cause,
+                     resolved=r.resolution_type == "resolved" or r.is_resolved, fix=fix,
+                     verify=_verify_line(src.shown), claims=tuple(claims))
+
+
+def render(d: Diagnosis, *, with_fix: bool = True, short: bool = False) -> str:
+    """Order: the category (``short``: its name without the examples), the hypotheses (ruled out,
+    confirmed, still open), the cause (stated as unconfirmed when the thread did not confirm it), the fix,
+    and how to verify it against the paper."""
+    names = TYPE_NAME if short else TYPE_GLOSS
+    parts: list[str] = [f"This looks like a problem with {names.get(d.error_type, names['other'])}."]
+    for title, group in (("Ruled out", d.refuted), ("Checked and confirmed", d.confirmed),
+                         ("Worth checking", d.untested)):
         if group:
             parts += ["", f"{title}:"] + [f"- {t}" for t in group]
-    if root:
-        label = "Root cause" if resolved else "Most likely cause (not confirmed in the thread)"
-        parts += ["", f"{label}: {root}"]
-        if r.resolution:
-            parts.append(f"Fix: {r.resolution.strip()}")
+    if d.cause:
+        label = "Root cause" if d.resolved else "Most likely cause (not confirmed in the thread)"
+        parts += ["", f"{label}: {d.cause}"]
+        if with_fix and d.fix:
+            parts.append(f"Fix: {d.fix}")
     else:
-        open_h = [h.text.strip() for h in hyps if h.outcome != "refuted"]
-        parts += ["", "The evidence does not explain the gap yet."]
-        if open_h:
-            parts.append("Most promising open directions: " + "; ".join(open_h[:3]))
-    parts += ["", _verify_line(r)]
+        parts += ["", "The evidence does not explain the gap yet" + ("; the directions above are still open."
+                                                                     if d.untested or d.confirmed else ".")]
+    parts += ["", d.verify]
     return "\n".join(parts).strip()
+
+
+def diagnosis_text(src: RowSource) -> str | None:
+    """The SFT assistant turn (None when the record teaches no diagnosis)."""
+    d = diagnosis_of(src)
+    return None if d is None else render(d)
 
 
 def is_verified(r: Record, confirmed_threads: set[str]) -> bool:
     return r.thread_id in confirmed_threads or (r.replay is not None and r.replay.verdict == "confirmed")
 
 
-def sft_row(r: Record, *, confirmed_threads: set[str], paper_titles: dict[str, str]) -> dict[str, Any] | None:
+def sft_row(src: RowSource, *, confirmed_threads: set[str], paper_titles: dict[str, str]) -> dict[str, Any] | None:
     """One TRL conversational example (None when the record teaches no diagnosis)."""
-    diag = diagnosis_text(r)
+    r = src.record
+    diag = diagnosis_text(src)
     if diag is None:
         return None
     return {
         "messages": [{"role": "system", "content": SYSTEM_PROMPT},
-                     {"role": "user", "content": user_message(r, paper_titles)},
+                     {"role": "user", "content": user_message(src, paper_titles)},
                      {"role": "assistant", "content": diag}],
         "weight": float(r.temporal_tag.weight),
         "verified": is_verified(r, confirmed_threads),
@@ -267,83 +374,65 @@ def sft_row(r: Record, *, confirmed_threads: set[str], paper_titles: dict[str, s
     }
 
 
-def _pick(options: tuple[tuple[str, str], ...] | list[Any], key: str) -> Any:
-    h = int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:8], 16)
-    return options[h % len(options)]
+def dpo_eligible(src: RowSource, d: Diagnosis | None) -> bool:
+    """A pair needs a cause in the chosen answer (so both answers state one) and either a refuted claim
+    or a thread that established the cause."""
+    return d is not None and d.cause is not None and (bool(d.claims) or d.resolved)
 
 
-def _verify_line(r: Record) -> str:
-    s = r.symptom
-    if s.metric and s.paper_value is not None:
-        return (f"How to verify: change one thing at a time and rerun; {s.metric} should move to within the usual "
-                f"run-to-run spread of the paper's {_num(s.paper_value)}"
-                + (f" (now {_num(s.obtained_value)})." if s.obtained_value is not None else "."))
-    return "How to verify: change one thing at a time against the paper's exact setup and rerun."
-
-
-def rejected_text(r: Record, seed: int) -> str:
-    """A wrong diagnosis in the same shape as the chosen one (so a preference model learns content, not format):
-    a hypothesis the thread refuted, else a plausible direction of another error type."""
-    refuted = [h.text.strip() for h in r.hypothesis_chain if h.outcome == "refuted" and h.text.strip()]
-    if refuted:
-        gloss = TYPE_GLOSS.get(r.error_type, TYPE_GLOSS["other"])
-        cause, fix = refuted[0], "correct this setting and rerun; that should close the gap."
-    else:
-        others = [t for t in ERROR_TYPES if t != r.error_type]
-        t = _pick(others, f"{seed}:{r.thread_id}:type")
-        direction, fix_text = _pick(WRONG_DIRECTIONS[t], f"{seed}:{r.thread_id}:dir")
-        gloss, cause, fix = TYPE_GLOSS[t], direction[:1].upper() + direction[1:] + ".", fix_text + "."
-    return "\n".join([f"This looks like a problem with {gloss}.", "", f"Root cause: {cause}", f"Fix: {fix}", "",
-                      _verify_line(r)])
-
-
-def dpo_row(r: Record, *, confirmed_threads: set[str], paper_titles: dict[str, str], seed: int
-            ) -> dict[str, Any] | None:
-    """A preference pair, or None: unresolved threads qualify only when a hypothesis was refuted."""
-    refuted = any(h.outcome == "refuted" for h in r.hypothesis_chain)
-    has_confirmed = bool((r.root_cause or "").strip()) or any(h.outcome == "confirmed" for h in r.hypothesis_chain)
-    resolved = r.is_resolved or r.resolution_type == "resolved"
-    if not (resolved and has_confirmed) and not refuted:
-        return None
-    chosen = diagnosis_text(r)
-    if chosen is None:
-        return None
-    rejected = rejected_text(r, seed)
-    if " ".join(rejected.split()) == " ".join(chosen.split()):
+def dpo_row(src: RowSource, chosen: Diagnosis, rejected: Rejected, *, confirmed_threads: set[str],
+            paper_titles: dict[str, str]) -> dict[str, Any] | None:
+    """A preference pair: both answers rendered the same way (no fix line in either, the prompt asks for the
+    cause), so a preference model learns content, not format."""
+    r = src.record
+    c, x = render(chosen, with_fix=False, short=True), render(rejected.diagnosis, with_fix=False, short=True)
+    if _same(c, x):
         return None
     return {
         "prompt": [{"role": "system", "content": SYSTEM_PROMPT},
-                   {"role": "user", "content": user_message(r, paper_titles)}],
-        "chosen": [{"role": "assistant", "content": chosen}],
-        "rejected": [{"role": "assistant", "content": rejected}],
+                   {"role": "user", "content": user_message(src, paper_titles, DPO_QUESTION)}],
+        "chosen": [{"role": "assistant", "content": c}],
+        "rejected": [{"role": "assistant", "content": x}],
         "weight": float(r.temporal_tag.weight),
         "verified": is_verified(r, confirmed_threads),
         "error_type": r.error_type,
         "thread_id": r.thread_id,
         "repo": r.repo,
         "created_year": r.temporal_tag.created_year,
-        "rejected_source": "refuted_hypothesis" if refuted else "other_error_type",
+        "rejected_source": rejected.source,
     }
 
 
-def eval_item(r: Record, *, paper_titles: dict[str, str]) -> EvalItem:
+def eval_gold(src: RowSource) -> str | None:
+    """The eval item's gold cause: the record's root cause as a declarative sentence, else None."""
+    d = diagnosis_of(src)
+    return d.cause if d is not None else None
+
+
+def eval_inputs(src: RowSource, paper_titles: dict[str, str]) -> dict[str, str]:
+    """What an eval item shows the model: environment, paper, symptom (with the start of the asker's
+    report) and what was tried."""
+    r = src.record
+    report, _cut = cut_text(report_text(src), 400)
+    return {"environment": environment_text(r), "paper": paper_text(r, paper_titles),
+            "symptom": symptom_text(src) + (f"\n{report}" if report else ""), "tried": tried_text(src)}
+
+
+def eval_item(src: RowSource, gold: str, *, paper_titles: dict[str, str]) -> EvalItem:
     from eval_diagnosis.directions import acceptable_directions
     from eval_diagnosis.graders.concept_features import gold_concepts
 
-    confirmed = [h.text.strip() for h in r.hypothesis_chain if h.outcome == "confirmed" and h.text.strip()]
-    root = (r.root_cause or "").strip()
-    accept = acceptable_directions(root, r.error_type, extra=confirmed)
+    r = src.record
+    confirmed = [t for h in r.hypothesis_chain if h.outcome == "confirmed" and (t := _clean(h.text))]
+    accept = acceptable_directions(gold, r.error_type, extra=confirmed)
     return EvalItem(
         id="rd-" + hashlib.sha256(r.thread_id.encode("utf-8")).hexdigest()[:12],
         error_type=r.error_type,
-        environment=environment_text(r),
-        paper=paper_text(r, paper_titles),
-        symptom=symptom_text(r),
-        tried=r.tried or "",
+        **eval_inputs(src, paper_titles),
         question=EVAL_QUESTION,
-        gold_root_cause=root,
+        gold_root_cause=gold,
         acceptable_directions=accept,
-        gold_concepts=gold_concepts(root, accept, r.error_type),
+        gold_concepts=gold_concepts(gold, accept, r.error_type),
         source_thread=r.thread_id,
         created_year=r.temporal_tag.created_year,
     )
@@ -390,119 +479,6 @@ def _by_split(rows: list[tuple[str | None, dict[str, Any]]]) -> dict[str, list[d
         s = split if split in SPLITS else "train"
         out_.setdefault(s, []).append(row)
     return {s: out_[s] for s in SPLITS if s in out_}
-
-
-# --------------------------------------------------------------------------- card
-
-
-def _card(*, funnel: dict[str, int], sizes: dict[str, dict[str, int]], tiers: Counter[str],
-          resolution: Counter[str], eval_types: Counter[str], shortfall: dict[str, int], per_type_min: int,
-          per_type_max: int, seed: int, eval_repos: int, verified: int) -> str:
-    cfg = []
-    for name, splits in sizes.items():
-        cfg.append(f"- config_name: {name}\n  data_files:")
-        cfg += [f"  - split: {s}\n    path: {name}/{s}.parquet" for s in splits]
-    funnel_rows = "\n".join(f"| {k} | {v} |" for k, v in funnel.items())
-    tier_rows = "\n".join(f"| {t} | {tiers.get(t, 0)} |" for t in ("current", "historical", "filtered"))
-    res_rows = "\n".join(f"| {t} | {n} |" for t, n in sorted(resolution.items()))
-    type_rows = "\n".join(f"| {t} | {eval_types.get(t, 0)} |" for t in ERROR_TYPES)
-    split_rows = "\n".join(f"| {n} | " + ", ".join(f"{s}: {c}" for s, c in sp.items()) + " |" for n, sp in sizes.items())
-    short = ""
-    if shortfall:
-        short = ("\n**Small corpus:** the eval set holds fewer than the requested "
-                 f"{per_type_min} items for: " + ", ".join(f"{t} (missing {n})" for t, n in sorted(shortfall.items()))
-                 + ". It takes what exists; confidence intervals are wide.\n")
-    return f"""---
-license: other
-license_name: github-content-mixed
-task_categories:
-- text-generation
-- question-answering
-language:
-- en
-tags:
-- reproducibility
-- machine-learning
-- diagnosis
-- github-issues
-pretty_name: reprodiag paper-reproduction diagnoses
-size_categories:
-- n<1K
-configs:
-{chr(10).join(cfg)}
----
-
-# reprodiag: why a paper's number did not reproduce
-
-Threads from the GitHub Issues and Discussions of machine-learning paper repositories in which someone
-could not reproduce a reported number, turned into structured diagnoses (symptom → hypotheses → root
-cause → fix) by [reprodiag](https://github.com/). Three configurations:
-
-- `sft`: TRL conversational format (`messages`: system, user, assistant). The assistant turn is the
-  thread's expert reasoning. Extra columns: `weight` (temporal tier weight; use it as a per-sample loss
-  weight), `verified` (a sandbox replay confirmed the fix), `error_type`, `thread_id`, `repo`, `created_year`.
-- `dpo`: `prompt` / `chosen` / `rejected` (conversational). `chosen` is the confirmed diagnosis;
-  `rejected` is a hypothesis the thread refuted (`rejected_source = refuted_hypothesis`) or a plausible
-  direction of another error type (`other_error_type`). Unresolved threads appear only when a hypothesis
-  was refuted.
-- `eval`: diagnosis benchmark items (`reprodiag eval --eval-set eval/`), stratified over the five
-  root-cause types ({per_type_min}–{per_type_max} requested per type, seed {seed}), from {eval_repos}
-  repositories that appear in no SFT/DPO split (repository-disjoint).
-
-## Provenance and filtering funnel (this build)
-
-| stage | count |
-| --- | --- |
-{funnel_rows}
-
-Sizes per split:
-
-| config | rows |
-| --- | --- |
-{split_rows}
-
-Eval items per error type:
-
-| error type | items |
-| --- | --- |
-{type_rows}
-{short}
-Replay-verified training records: {verified}.
-
-## Temporal tiers (kept records)
-
-Framework-specific advice ages: **current** (2022+, or not framework-bound) is included at weight 1,
-**historical** (2020–2021, framework-bound) is included down-weighted, **filtered** (before 2020 and
-framework-bound) is excluded from SFT/DPO.
-
-| tier | records |
-| --- | --- |
-{tier_rows}
-
-## Resolved / unresolved mix (SFT)
-
-| resolution type | rows |
-| --- | --- |
-{res_rows}
-
-## Known limitations
-
-- Diagnoses are extracted automatically (rules or an LLM) and grounded in quotes, but not all are
-  checked by a human; `verified` marks the ones confirmed by a sandbox replay.
-- Acceptable directions in `eval` are derived from the root cause and its error type (concept phrases
-  plus key terms); the lexical grader is an approximation of human judgement.
-- The corpus is skewed toward popular, English-language repositories; error-type shares follow what
-  people report, not what happens.
-- Secrets and personal data were redacted (user names replaced by role placeholders); report anything
-  that slipped through.
-
-## Terms of use
-
-The text comes from public GitHub Issues and Discussions and remains subject to the
-[GitHub Terms of Service](https://docs.github.com/en/site-policy/github-terms/github-terms-of-service)
-and the rights of its authors; use it for research, and respect removal requests. Paper–code links come
-from the Papers with Code archive (CC BY-SA 4.0). No license is granted beyond those terms.
-"""
 
 
 # --------------------------------------------------------------------------- edges
@@ -552,10 +528,86 @@ def _push(out_dir: Path, repo_id: str, token: str) -> None:
         raise UserError(f"push to the hub ({repo_id}) failed: {type(exc).__name__}: {msg}") from None
 
 
+def parse_cutoff(text: str) -> datetime:
+    """``YYYY-MM-DD`` (or a full ISO-8601 time) as an aware UTC datetime; a date means its end (23:59:59)."""
+    from datetime import UTC, time
+
+    t = text.strip()
+    try:
+        if len(t) == 10:
+            from datetime import date
+
+            return datetime.combine(date.fromisoformat(t), time(23, 59, 59), tzinfo=UTC)
+        dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise UserError(f"--eval-after must be a date like 2025-06-30, got {text!r}") from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def _row_sources(store: Store, kept_raw: list[Record]) -> list[RowSource]:
+    """Redacted records with the asker's view of their threads (same placeholders in prompt and answer)."""
+    from reprodiag.redact import record_people, redact_doc, redact_text, thread_people
+
+    out_: list[RowSource] = []
+    for raw in kept_raw:
+        r = parse_record(redact_doc(raw.model_dump(mode="json"), record_people(raw)))
+        thread = store.get_thread(raw.thread_id)
+        view = None
+        if thread is not None:
+            v = asker_view(thread)
+            people = thread_people(thread)  # the same placeholders as the record's (order of appearance)
+            red = [neutralize_names(_mentions_of(redact_text(t, people), people),
+                                    addressee=addressee_placeholder(True), writer="asker_0")
+                   for t in (v.title, v.opening, v.known)]
+            view = AskerView(title=red[0], opening=red[1], known=red[2], cut=v.cut)
+            if r.stats.created_at is None:
+                r = r.model_copy(update={"stats": r.stats.model_copy(update={"created_at": thread.created_at})})
+        out_.append(RowSource(record=r, view=view, shown=shown_symptom(r, view)))
+    return out_
+
+
+def _mentions_of(text: str, people: Any) -> str:
+    """``@login`` of a participant whose login the general mention rule does not take for a GitHub login
+    (an underscore, as in imported or anonymised threads) becomes its placeholder too."""
+    import re
+
+    from reprodiag.redact import LOGIN_PATTERN
+
+    for login in people.logins:
+        if "@" in text and not re.match(LOGIN_PATTERN, login):
+            text = re.sub("@" + re.escape(login) + r"(?![A-Za-z0-9_-])", "@" + people.get(login), text, flags=re.I)
+    return text
+
+
+def _participants(store: Store, kept_raw: list[Record]) -> dict[str, list[str]]:
+    """Thread id → the logins of its participants, read from the stored threads (scored records hold
+    placeholders already)."""
+    from reprodiag.audit import thread_logins
+
+    out_: dict[str, list[str]] = {}
+    for r in kept_raw:
+        t = store.get_thread(r.thread_id)
+        out_[r.thread_id] = thread_logins(t) if t is not None else [p.login for p in r.stats.participants]
+    return out_
+
+
+def _split_by_date(srcs: list[RowSource], eval_after: datetime | None) -> tuple[list[RowSource], list[RowSource]]:
+    """(eligible for eval, eligible for training): with ``eval_after``, threads created after it are
+    eval-only and the others training-only; without, every record is both."""
+    if eval_after is None:
+        return srcs, srcs
+    late = [s for s in srcs if s.created is not None and s.created > eval_after]
+    early = [s for s in srcs if s.created is None or s.created <= eval_after]
+    return late, early
+
+
 def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: int, seed: int,
-              push_to_hub: str | None) -> StageReport:
-    """Build sft/dpo/eval into ``out_dir`` (replaced atomically) and optionally push them to the hub."""
-    from reprodiag.redact import redact_record, redact_text
+              push_to_hub: str | None, eval_after: datetime | None = None) -> StageReport:
+    """Build sft/dpo/eval into ``out_dir`` (replaced atomically), audit them (``audit.json``, summary in the
+    card) and optionally push them to the hub. ``eval_after`` (UTC): threads created after it go to the eval
+    set only, the others to training only."""
+    from reprodiag.audit import LEAK_THRESHOLD, audit_summary_lines, leak_share, run_audit
+    from reprodiag.redact import redact_text
 
     if per_type_min > per_type_max:
         raise UserError(f"--per-type-min ({per_type_min}) is larger than --per-type-max ({per_type_max})")
@@ -568,27 +620,74 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
             raise UserError("--push-to-hub needs HF_TOKEN in the environment (a Hugging Face write token)")
     out_dir = Path(out_dir)
 
-    kept = [redact_record(r)[0] for r in store.iter_scored(kept_only=True)]
+    kept_raw = list(store.iter_scored(kept_only=True))
+    srcs = _row_sources(store, kept_raw)
+    kept = [s.record for s in srcs]
     confirmed_threads = {v.thread_id for v in store.iter_verdicts() if v.thread_id and v.verdict == "confirmed"}
     paper_titles: dict[str, str] = {}
     for repo in sorted({r.repo for r in kept}):
         titles = [p["paper_title"] for p in store.papers_for(repo) if p.get("paper_title")]
         if titles:
             paper_titles[repo] = redact_text(titles[0])
-    usable = [r for r in kept if r.duplicate_of is None]
-    carve = carve_eval(usable, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed)
-    train_recs = [r for r in carve.train_records if r.temporal_tag.tier != "filtered"]
+    left_out: Counter[str] = Counter()
+    by_id = {s.record.thread_id: s for s in srcs if s.record.duplicate_of is None}
+    gold = {k: eval_gold(s) for k, s in by_id.items()}
+    for k, s in by_id.items():
+        if eval_eligible(s.record) and gold[k] is None:
+            left_out["eval: gold root cause not a declarative cause"] += 1
+        elif gold[k] is not None and eval_eligible(s.record):
+            item_prompt = "\n".join(eval_inputs(s, paper_titles).values())
+            if leak_share(item_prompt, gold[k] or "") > LEAK_THRESHOLD:
+                gold[k] = None
+                left_out["eval: the symptom already states the cause"] += 1
+    for_eval, for_train = _split_by_date(list(by_id.values()), eval_after)
+    eval_pool = [s.record.model_copy(update={"root_cause": gold[s.record.thread_id]}) for s in for_eval]
+    carve = carve_eval(eval_pool, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed,
+                       max_share=MAX_EVAL_SHARE if eval_after is None else 1.0)
+    if eval_after is not None:
+        left_out["training: created after the eval cut-off"] = len(for_eval)
+    train_src = [s for s in for_train if s.record.repo not in carve.eval_repos
+                 and s.record.temporal_tag.tier != "filtered"]
 
     sft_rows: list[tuple[str | None, dict[str, Any]]] = []
     dpo_rows: list[tuple[str | None, dict[str, Any]]] = []
-    for r in train_recs:
-        row = sft_row(r, confirmed_threads=confirmed_threads, paper_titles=paper_titles)
-        if row is not None:
-            sft_rows.append((r.split, row))
-        pair = dpo_row(r, confirmed_threads=confirmed_threads, paper_titles=paper_titles, seed=seed)
+    diags = {s.record.thread_id: diagnosis_of(s) for s in train_src}
+    for s in train_src:
+        row = sft_row(s, confirmed_threads=confirmed_threads, paper_titles=paper_titles)
+        if row is None:
+            continue
+        cause = diags[s.record.thread_id].cause  # type: ignore[union-attr]
+        if cause and leak_share(row["messages"][1]["content"], cause) > LEAK_THRESHOLD:
+            left_out["training: the prompt already states the cause"] += 1
+            diags[s.record.thread_id] = None
+            continue
+        sft_rows.append((s.record.split, row))
+    cands = {k: Candidate(key=k, repo=by_id[k].record.repo, metric=by_id[k].shown.metric, diagnosis=d,
+                          length=len(render(d, with_fix=False, short=True)))
+             for k, d in diags.items() if d is not None}
+    eligible = [s for s in train_src if dpo_eligible(s, diags[s.record.thread_id])]
+    needs = [cands[s.record.thread_id] for s in eligible if not diags[s.record.thread_id].claims]  # type: ignore[union-attr]
+    donors = choose_donors(needs, list(cands.values()), seed=seed)
+    for s in eligible:
+        k = s.record.thread_id
+        d = diags[k]
+        assert d is not None
+        if d.claims:
+            sw = swapped(d, _hypothesis_type(d.claims[0], d.error_type))
+            rej = Rejected(sw, "refuted_hypothesis") if sw is not None else None
+        elif k in donors:
+            d, donor_d = donor_pair(donors[k], d)
+            rej = Rejected(donor_d, "other_thread", donors[k].key)
+        else:
+            rej = None
+            left_out["dpo: no donor of another type left"] += 1
+        if rej is None:
+            continue
+        pair = dpo_row(s, d, rej, confirmed_threads=confirmed_threads, paper_titles=paper_titles)
         if pair is not None:
-            dpo_rows.append((r.split, pair))
-    items = [eval_item(r, paper_titles=paper_titles).model_dump(mode="json") for r in carve.eval_records]
+            dpo_rows.append((s.record.split, pair))
+    items = [eval_item(by_id[r.thread_id], r.root_cause or "", paper_titles=paper_titles).model_dump(mode="json")
+             for r in carve.eval_records]
 
     funnel = {
         "threads mined": store.count("threads"),
@@ -606,11 +705,15 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
             "dpo": _save("dpo", _by_split(dpo_rows), tmp),
             "eval": _save("eval", {"test": items}, tmp),
         }
-        card = _card(funnel=funnel, sizes=sizes, tiers=Counter(r.temporal_tag.tier for r in kept),
-                     resolution=Counter(row["resolution_type"] for _s, row in sft_rows),
-                     eval_types=Counter(i["error_type"] for i in items), shortfall=carve.shortfall,
-                     per_type_min=per_type_min, per_type_max=per_type_max, seed=seed,
-                     eval_repos=len(carve.eval_repos), verified=sum(row["verified"] for _s, row in sft_rows))
+        audit_rep, _ = run_audit(tmp, participants=_participants(store, kept_raw))
+        card = dataset_card(CardFacts(
+            funnel=funnel, sizes=sizes, tiers=Counter(r.temporal_tag.tier for r in kept),
+            resolution=Counter(row["resolution_type"] for _s, row in sft_rows),
+            eval_types=Counter(i["error_type"] for i in items), shortfall=carve.shortfall,
+            per_type_min=per_type_min, per_type_max=per_type_max, seed=seed, eval_repos=len(carve.eval_repos),
+            verified=sum(row["verified"] for _s, row in sft_rows), left_out=dict(left_out),
+            rejected_sources=Counter(row["rejected_source"] for _s, row in dpo_rows),
+            eval_after=eval_after, audit_lines=audit_summary_lines(audit_rep)))
         (tmp / "README.md").write_text(card, encoding="utf-8")
         (tmp / MARKER).write_text("reprodiag build output; safe to replace with `reprodiag build`\n",
                                   encoding="utf-8")
@@ -623,14 +726,26 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
         notes.append("small corpus: eval has fewer than --per-type-min items for "
                      + ", ".join(f"{t} ({per_type_min - n} of {per_type_min})" for t, n in
                                  sorted(carve.shortfall.items())) + "; took what exists (see README.md)")
+    notes.append("audit: " + ("all checks pass" if not audit_rep["failed"] else
+                              "FAILED " + ", ".join(audit_rep["failed"])) + f" (see {out_dir / 'audit.json'})")
     if token is not None and push_to_hub is not None:
         _push(out_dir, push_to_hub, token)
         notes.append(f"pushed to https://huggingface.co/datasets/{push_to_hub}")
     out.info(f"build: {len(sft_rows)} sft, {len(dpo_rows)} dpo, {len(items)} eval → {out_dir}")
     counts = {**funnel, "eval repositories": len(carve.eval_repos),
               "held out with eval repos": len(carve.held_out),
-              "filtered tier (excluded)": sum(r.temporal_tag.tier == "filtered" for r in carve.train_records),
+              "filtered tier (excluded)": sum(s.record.temporal_tag.tier == "filtered" for s in for_train),
+              **{f"left out ({k})": v for k, v in sorted(left_out.items())},
               **{f"eval {t}": sum(i["error_type"] == t for i in items) for t in ERROR_TYPES}}
     return StageReport(stage="build", counts=counts, notes=notes,
                        outputs={"sft": str(out_dir / "sft"), "dpo": str(out_dir / "dpo"),
-                                "eval": str(out_dir / "eval"), "card": str(out_dir / "README.md")})
+                                "eval": str(out_dir / "eval"), "card": str(out_dir / "README.md"),
+                                "audit": str(out_dir / "audit.json")})
+
+
+def _hypothesis_type(text: str, default: str) -> str:
+    """The error type a hypothesis points at (the cue scores of the rules), else ``default``."""
+    from extract.causetype import cause_scores
+
+    scores = {t: v for t, v in cause_scores(text.lower()).items() if v > 0 and t in TYPE_GLOSS}
+    return max(sorted(scores), key=lambda t: scores[t]) if scores else default

@@ -339,15 +339,19 @@ def build(
     per_type_max: Annotated[int, typer.Option(min=1, help="Eval items per error type, at most.")] = 40,
     seed: Annotated[int, typer.Option()] = 0,
     push_to_hub: Annotated[str | None, typer.Option(help="Push to the Hugging Face hub as ORG/NAME.")] = None,
+    eval_after: Annotated[str | None, typer.Option(
+        "--eval-after", help="Threads created after this date (YYYY-MM-DD, UTC) go to eval only, older ones to "
+        "training only.")] = None,
 ) -> None:
-    """Build the SFT, DPO and eval datasets (save_to_disk + Parquet + dataset card).
+    """Build the SFT, DPO and eval datasets (save_to_disk + Parquet + dataset card + audit.json).
 
-    Example: reprodiag build -o datasets/
+    Example: reprodiag build -o datasets/ --eval-after 2025-06-30
     """
-    from reprodiag.build import run_build
+    from reprodiag.build import parse_cutoff, run_build
 
+    cutoff = parse_cutoff(eval_after) if eval_after is not None else None
     _report(run_build(_store(), out_dir, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed,
-                      push_to_hub=push_to_hub))
+                      push_to_hub=push_to_hub, eval_after=cutoff))
 
 
 @app.command()
@@ -356,12 +360,20 @@ def audit(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a check fails.")] = False,
 ) -> None:
     """Audit built datasets as a trainer would: duplicates, leakage, PII, DPO shortcuts, eval gold causes.
+    When the workspace (-w) holds the records, participants' logins are checked too.
 
     Example: reprodiag audit datasets/ --strict
     """
-    from reprodiag.audit import run_audit
+    from reprodiag.audit import participants_of, run_audit
+    from reprodiag.store import StoreError
 
-    rep, code = run_audit(datasets, strict=strict)
+    people = None
+    try:
+        with _store(create=False) as st:
+            people = participants_of(st) or None
+    except StoreError:
+        people = None
+    rep, code = run_audit(datasets, strict=strict, participants=people)
     if out.verbosity() == 0:
         print(json.dumps({"checks": rep["checks"], "failed": rep["failed"]}, ensure_ascii=False, default=str))
     else:
@@ -529,6 +541,23 @@ def bench_score(
     from scoring.bench import run_bench
 
     _report(run_bench(n=n))
+
+
+@bench_app.command("datasets")
+def bench_datasets(
+    corpus: Annotated[str, typer.Option(help="real (extract/data/real), sample, or a JSONL file of threads.")]
+    = "real",
+    out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Keep the built datasets here.")] = None,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Filter → extract (rules) → score → build over a thread corpus in a fresh workspace; prints the funnel,
+    the build's audit figures and the seconds per stage.
+
+    Example: reprodiag bench datasets --corpus real
+    """
+    from reprodiag.bench_datasets import run_bench_datasets
+
+    _report(run_bench_datasets(corpus=corpus, seed=seed, out_dir=out_dir))
 
 
 @bench_app.command("sandbox")

@@ -3,9 +3,10 @@
     python3 scripts/merge_real_parts.py threads extract/data/real/parts extract/data/real
     python3 scripts/merge_real_parts.py answers eval_diagnosis/data/answers_real/parts eval_diagnosis/data/answers_real
 
-Rows already in an output part keep their part (a frozen ``test`` row never moves); new rows get
-``split_of(repo)``; rows are deduplicated by source URL (threads) or (item id, answer) (answers) and
-sorted, so reruns are stable."""
+Rows already in an output part keep their part (a frozen ``test`` row never moves). The ``test`` part was
+frozen on its first measurement: new rows go to ``dev`` (``split_of`` decided only the first 489 threads),
+and a new row from a repository that ``test`` holds is refused (it would leak across the split). Rows are
+deduplicated by source URL (threads) or (item id, answer) (answers) and sorted, so reruns are stable."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def main() -> int:
                 if line.strip():
                     d = json.loads(line)
                     rows[_key(kind, d)] = d
+    test_repos = {_repo(kind, d) for d in rows.values() if d["split"] == "test"}
+    refused = 0
     for f in sorted(src.glob("*.jsonl")):
         for line in f.read_text(encoding="utf-8").splitlines():
             if not line.strip():
@@ -37,9 +40,13 @@ def main() -> int:
             k = _key(kind, d)
             if k in rows:
                 continue
-            repo = d["thread"]["repo"] if kind == "threads" else d["item"]["source_thread"].split("#")[0]
-            d["split"] = split_of(repo)
+            if _repo(kind, d) in test_repos:
+                refused += 1
+                continue
+            d["split"] = "dev" if test_repos else split_of(_repo(kind, d))
             rows[k] = d
+    if refused:
+        print(f"refused {refused} new rows from repositories of the frozen test part")
     dst.mkdir(parents=True, exist_ok=True)
     for part in ("dev", "test"):
         docs = sorted((d for d in rows.values() if d["split"] == part), key=lambda d: _sort(kind, d))
@@ -47,6 +54,10 @@ def main() -> int:
                                            encoding="utf-8")
         print(part, len(docs))
     return 0
+
+
+def _repo(kind: str, d: dict) -> str:
+    return (d["thread"]["repo"] if kind == "threads" else d["item"]["source_thread"].split("#")[0]).lower()
 
 
 def _key(kind: str, d: dict) -> tuple:

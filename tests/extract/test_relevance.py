@@ -49,6 +49,21 @@ def test_prefilter_never_changes_the_signals(sample_threads) -> None:  # noqa: A
         assert signals(t).names == signals(t, prefilter=False).names, t.id
 
 
+def test_fast_number_searches_give_the_same_answer_as_the_full_patterns(sample_threads) -> None:  # noqa: ANN001
+    """The lower-cased / split searches the signals use decide exactly like the case-insensitive patterns,
+    on every real thread, the sample and crafted acronym cases (EM written as is vs "em" in prose)."""
+    from extract import relevance as R
+    from extract.realcorpus import load_real
+
+    texts = [R._window(r.thread)[0] for r in load_real("all")] + [R._window(t)[0] for t in sample_threads]
+    texts += ["EM 71.2 on dev", "em 71.2 on dev", "I got 40.1 WER", "we get 40.1 wer", "mAP 43.9 vs 46.3 paper",
+              "论文中是 80.1", "İSTANBUL IS 12.5"]
+    for text in texts:
+        low = text.lower()
+        assert bool(R._METRIC_NUM.search(text)) == bool(R._METRIC_NUM_LOW.search(low) or R._METRIC_NUM_CS.search(text))
+        assert bool(R._PAIR.search(text)) == bool(R._PAIR_LOW.search(low)), text
+
+
 @pytest.mark.parametrize("body", [
     "Table 1 lists 42.0 AP but the other paper reports 43.3. I haven't run anything, just want to cite it.",
     "README says 0.1545 while the paper's Table 2 says 0.1554, probably a typo in the README. Not trying to "

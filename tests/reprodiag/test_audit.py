@@ -6,9 +6,19 @@ import json
 from pathlib import Path
 
 import polars as pl
-import pytest
 
-from reprodiag.audit import audit, declarative, leak_share, pii_hits, shortcut_accuracy
+from reprodiag.audit import (
+    audit,
+    audit_summary_lines,
+    cause_of,
+    declarative,
+    fragment_lines,
+    leak_share,
+    login_hits,
+    near_duplicate_rows,
+    pii_hits,
+    shortcut_accuracy,
+)
 
 SYS = {"role": "system", "content": "You are an experienced machine-learning researcher."}
 
@@ -96,10 +106,50 @@ def test_cli_strict_exit_codes_and_bad_folder(tmp_path: Path, cli) -> None:  # n
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("strict", [False])
-def test_demo_datasets_are_audited(demo_workspace: Path, strict: bool) -> None:
-    """The demo's datasets: the audit finds the DPO shortcuts and non-declarative gold causes issue #11 reports
-    (the fixes in build are the next step); its figures are in the README."""
-    rep = audit(demo_workspace / "demo-out" / "datasets")
-    assert rep["checks"]["pii_rows"] == 0 and rep["checks"]["repo_overlap"] == 0
-    assert rep["checks"]["shortcut_accuracy"] is not None
+def test_participant_logins_fragments_and_near_duplicates_fail(tmp_path: Path) -> None:
+    _clean(tmp_path)
+    assert audit(tmp_path, participants={"o/r1#1": ["wei-zhang99"]})["failed"] == []
+    row = {"messages": [SYS, _msg("user", "as wei-zhang99 said, accuracy 70.1 vs 75.3"),
+                        _msg("assistant", "Root cause: the split.\n- Could be seed variance?\n- That adds:")],
+           "thread_id": "o/r1#1", "repo": "o/r1", "error_type": "data", "tier": "current",
+           "resolution_type": "resolved", "verified": False}
+    _write(tmp_path, "sft", "validation", [row])
+    rep = audit(tmp_path, participants={"o/r1#1": ["wei-zhang99"]})
+    assert {"pii_rows", "fragment_lines"} <= set(rep["failed"])
+    assert "login" in rep["datasets"]["sft/validation"]["pii_rows"][0]["kinds"]
+    assert rep["checks"]["fragment_lines"] == 2
+    assert "login" not in (pii_hits("as wei-zhang99 said") or [])  # without the participants: not known
+    assert not audit(tmp_path)["checks"]["participants_checked"]
+
+
+def test_building_blocks_of_the_new_checks() -> None:
+    assert cause_of("This looks like x.\n\nRoot cause: the BPE was not joint.\nFix: y") == "the BPE was not joint."
+    assert cause_of("Most likely cause (not confirmed in the thread): seed variance.") == "seed variance."
+    assert cause_of("no cause line") == "no cause line"
+    assert fragment_lines("Ruled out:\n- The seed.\n- Did you use AMP?\n- Two data differences stand out:") == 2
+    base = "the model was trained with a joint byte pair encoding over both languages and shared embeddings"
+    assert near_duplicate_rows([base, base + " too", "a completely different text about fid and sampling steps"]) == 1
+    assert near_duplicate_rows(["one text only"]) == 0
+    assert login_hits("thanks @wei-zhang99", ["wei-zhang99"]) and login_hits("as wei_z said", ["wei_z"])
+    assert not login_hits("thanks @maintainer_0", ["maintainer_0"])  # placeholders are what we want to see
+    assert not login_hits("code: yanx27/Pointnet", ["yanx27"])  # a repository reference is not a person
+
+
+def test_summary_lines_name_each_figure(tmp_path: Path) -> None:
+    _clean(tmp_path)
+    lines = audit_summary_lines(audit(tmp_path))
+    text = "\n".join(lines)
+    assert "shortcut probe" in text and "length ratio" in text and "FAIL" not in text
+    assert "participant logins not checked" in text
+
+
+def test_demo_datasets_pass_the_strict_audit(demo_workspace: Path, cli) -> None:  # noqa: ANN001
+    """The demo's datasets pass every check, participants' logins included (the build's own audit.json)."""
+    ds = demo_workspace / "demo-out" / "datasets"
+    built = json.loads((ds / "audit.json").read_text(encoding="utf-8"))
+    assert built["failed"] == [] and built["checks"]["participants_checked"], built["checks"]
+    proc = cli("-q", "audit", str(ds), "--strict", workspace=demo_workspace)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = json.loads(proc.stdout)["checks"]
+    assert checks["shortcut_accuracy"] <= 0.65 and 0.8 <= checks["length_ratio_median"] <= 1.25
+    assert checks["leak_rows"] == checks["pii_rows"] == checks["non_declarative_gold"] == 0

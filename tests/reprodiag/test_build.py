@@ -10,7 +10,15 @@ import polars as pl
 import pytest
 from datasets import load_from_disk
 
-from reprodiag.build import carve_eval, dpo_row, eval_eligible, run_build
+from reprodiag.build import (
+    RowSource,
+    carve_eval,
+    diagnosis_of,
+    dpo_eligible,
+    eval_eligible,
+    run_build,
+    shown_symptom,
+)
 from reprodiag.errors import UserError
 from reprodiag.schema import ERROR_TYPES, EvalItem, Hypothesis
 from reprodiag.store import Store
@@ -62,22 +70,28 @@ def test_dpo_pairs_are_valid(out: Path) -> None:
         assert [m["role"] for m in r["prompt"]] == ["system", "user"]
         assert [m["role"] for m in r["chosen"]] == ["assistant"] == [m["role"] for m in r["rejected"]]
         assert r["chosen"][0]["content"] != r["rejected"][0]["content"]
-    assert {r["rejected_source"] for r in rows} <= {"refuted_hypothesis", "other_error_type"}
+    assert {r["rejected_source"] for r in rows} <= {"refuted_hypothesis", "other_thread"}
+    assert max(Counter(r["rejected"][0]["content"] for r in rows).values()) <= 2
 
 
-def test_dpo_excludes_unresolved_without_refuted_hypothesis() -> None:
+def _src(rec) -> RowSource:  # noqa: ANN001
+    return RowSource(record=rec, view=None, shown=shown_symptom(rec, None))
+
+
+def test_dpo_needs_a_refuted_claim_or_a_confirmed_cause() -> None:
     rec = make_records(1)[0].model_copy(update={
         "is_resolved": False, "resolution_type": "unresolved_valuable", "root_cause": None,
-        "hypothesis_chain": [Hypothesis(text="maybe the warmup", outcome="untested")]})
-    assert dpo_row(rec, confirmed_threads=set(), paper_titles={}, seed=0) is None
-    refuted = rec.model_copy(update={"hypothesis_chain": [Hypothesis(text="the seed", outcome="refuted"),
-                                                          Hypothesis(text="maybe the warmup")]})
-    pair = dpo_row(refuted, confirmed_threads=set(), paper_titles={}, seed=0)
-    assert pair is not None and "the seed" in pair["rejected"][0]["content"]
-    resolved_no_refuted = make_records(1)[0].model_copy(update={"hypothesis_chain": []})
-    pair = dpo_row(resolved_no_refuted, confirmed_threads=set(), paper_titles={}, seed=0)
-    assert pair is not None and pair["rejected_source"] == "other_error_type"
-    assert pair["chosen"] != pair["rejected"]
+        "hypothesis_chain": [Hypothesis(text="maybe the warmup is short", outcome="untested")]})
+    assert not dpo_eligible(_src(rec), diagnosis_of(_src(rec)))
+    asked = rec.model_copy(update={"hypothesis_chain": [Hypothesis(text="Did you fix the seed?", outcome="refuted")]})
+    assert not dpo_eligible(_src(asked), diagnosis_of(_src(asked)))  # a question is no claim to swap in
+    claimed = rec.model_copy(update={"hypothesis_chain": [Hypothesis(text="The seed explains the gap.",
+                                                                     outcome="refuted")]})
+    assert not dpo_eligible(_src(claimed), diagnosis_of(_src(claimed)))  # no cause: nothing to prefer
+    hedged = claimed.model_copy(update={"root_cause": "The warmup is too short for 4 GPUs."})
+    assert dpo_eligible(_src(hedged), diagnosis_of(_src(hedged)))  # a likely cause and a refuted claim
+    resolved = make_records(1)[0].model_copy(update={"hypothesis_chain": []})
+    assert dpo_eligible(_src(resolved), diagnosis_of(_src(resolved)))
 
 
 def test_eval_items_and_repository_disjointness(out: Path) -> None:
@@ -218,16 +232,26 @@ def _diag_record(resolution_type: str):  # noqa: ANN202
 
 
 def test_diagnosis_text_orders_reasoning_and_hedges_unconfirmed_causes():
-    from reprodiag.build import diagnosis_text, rejected_text
+    from reprodiag.build import diagnosis_text, render
+    from reprodiag.pairs import swapped
 
-    text = diagnosis_text(_diag_record("resolved"))
+    src = _src(_diag_record("resolved"))
+    text = diagnosis_text(src)
     order = [text.index(k) for k in ("evaluation protocol", "Ruled out:", "Checked and confirmed:",
                                      "Worth checking:", "Root cause:", "Fix:", "How to verify")]
     assert order == sorted(order)
     assert "32.7" in text and "28.4" in text
-    hedged = diagnosis_text(_diag_record("unresolved_valuable"))
+    assert "- It may be that the learning rate is too low." in text  # questions become statements
+    assert "- It was asked whether you used detokenized sacreBLEU." in text
+    hedged = diagnosis_text(_src(_diag_record("unresolved_valuable")))
     assert "Most likely cause (not confirmed in the thread):" in hedged and "Root cause:" not in hedged
-    rejected = rejected_text(_diag_record("resolved"), seed=0)
-    assert rejected.startswith("This looks like a problem with") and "How to verify" in rejected
-    assert "learning rate" in rejected  # the refuted hypothesis is the rejected diagnosis
-    assert rejected != text
+    d = diagnosis_of(src)
+    assert d is not None and not d.claims  # the refuted hypothesis was a question: not swappable
+    claimed = _diag_record("resolved").model_copy(update={"hypothesis_chain": [
+        Hypothesis(text="The learning rate is too low for 4 GPUs.", outcome="refuted")]})
+    d = diagnosis_of(_src(claimed))
+    sw = swapped(d)
+    assert sw is not None and sw.cause == "The learning rate is too low for 4 GPUs."
+    assert sw.refuted == ("The paper reports tokenized BLEU from multi-bleu.perl.",)
+    rej, cho = render(sw, with_fix=False), render(d, with_fix=False)
+    assert 0.8 <= len(cho) / len(rej) <= 1.25 and rej != cho

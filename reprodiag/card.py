@@ -1,0 +1,194 @@
+"""The dataset card (``README.md`` of a build): provenance, funnel, what was left out and why, what was
+replaced in the text, and the audit summary of this very build."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from reprodiag.schema import ERROR_TYPES
+
+
+def project_url() -> str | None:
+    """The project's repository URL from the installed package metadata (``Project-URL``), or None."""
+    from importlib import metadata
+
+    try:
+        md = metadata.metadata("reprodiag")
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in md.get_all("Project-URL") or []:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in ("repository", "source", "homepage", "code") and url.strip().startswith("http"):
+            return url.strip()
+    home = md.get("Home-page")
+    return home if home and home.startswith("http") else None
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """Everything the card states about one build (counts are of this build's output)."""
+
+    funnel: dict[str, int]
+    sizes: dict[str, dict[str, int]]
+    tiers: Counter[str]
+    resolution: Counter[str]
+    eval_types: Counter[str]
+    shortfall: dict[str, int]
+    per_type_min: int
+    per_type_max: int
+    seed: int
+    eval_repos: int
+    verified: int
+    left_out: dict[str, int] = field(default_factory=dict)
+    rejected_sources: Counter[str] = field(default_factory=Counter)
+    eval_after: datetime | None = None
+    audit_lines: list[str] = field(default_factory=list)
+
+
+def dataset_card(f: CardFacts) -> str:
+    cfg = []
+    for name, splits in f.sizes.items():
+        cfg.append(f"- config_name: {name}\n  data_files:")
+        cfg += [f"  - split: {s}\n    path: {name}/{s}.parquet" for s in splits]
+    funnel_rows = "\n".join(f"| {k} | {v} |" for k, v in f.funnel.items())
+    tier_rows = "\n".join(f"| {t} | {f.tiers.get(t, 0)} |" for t in ("current", "historical", "filtered"))
+    res_rows = "\n".join(f"| {t} | {n} |" for t, n in sorted(f.resolution.items()))
+    type_rows = "\n".join(f"| {t} | {f.eval_types.get(t, 0)} |" for t in ERROR_TYPES)
+    split_rows = "\n".join(f"| {n} | " + ", ".join(f"{s}: {c}" for s, c in sp.items()) + " |"
+                           for n, sp in f.sizes.items())
+    left_rows = "\n".join(f"| {k} | {v} |" for k, v in sorted(f.left_out.items())) or "| (none) | 0 |"
+    rej_rows = ", ".join(f"{k}: {v}" for k, v in sorted(f.rejected_sources.items())) or "none"
+    short = ""
+    if f.shortfall:
+        short = ("\n**Small corpus:** the eval set holds fewer than the requested "
+                 f"{f.per_type_min} items for: "
+                 + ", ".join(f"{t} (missing {n})" for t, n in sorted(f.shortfall.items()))
+                 + ". It takes what exists; confidence intervals are wide.\n")
+    url = project_url()
+    tool = f"[reprodiag]({url})" if url else "reprodiag (no public repository URL in the package metadata)"
+    if f.eval_after is not None:
+        split_note = (f"**Time split (contamination control):** threads created after "
+                      f"{f.eval_after.isoformat()} are in `eval` only; older threads are in `sft`/`dpo` only. "
+                      "Refresh the benchmark by building again with a later cut-off.")
+    else:
+        split_note = "No time cut-off was set (`reprodiag build --eval-after DATE` sets one)."
+    audit = "\n".join(f"- {ln}" for ln in f.audit_lines) or "- (audit not run)"
+    return f"""---
+license: other
+license_name: github-content-mixed
+task_categories:
+- text-generation
+- question-answering
+language:
+- en
+tags:
+- reproducibility
+- machine-learning
+- diagnosis
+- github-issues
+pretty_name: reprodiag paper-reproduction diagnoses
+size_categories:
+- n<1K
+configs:
+{chr(10).join(cfg)}
+---
+
+# reprodiag: why a paper's number did not reproduce
+
+Threads from the GitHub Issues and Discussions of machine-learning paper repositories in which someone
+could not reproduce a reported number, turned into structured diagnoses (symptom → hypotheses → root
+cause → fix) by {tool}. Three configurations:
+
+- `sft`: TRL conversational format (`messages`: system, user, assistant). The user turn holds only what
+  the asker knew before the diagnosis: the title and their opening post (quoted replies, e-mail quotes,
+  template comments, images and later "EDIT: solved" notes removed; cut at a paragraph or sentence end),
+  and values and "what I tried" only from the asker's posts before the first reply. The assistant turn
+  is the thread's reasoning in complete sentences. Extra columns: `weight` (temporal tier weight; use it
+  as a per-sample loss weight), `verified` (a sandbox replay confirmed the fix), `error_type`,
+  `thread_id`, `repo`, `created_year`.
+- `dpo`: `prompt` / `chosen` / `rejected` (conversational; the prompt asks for the cause). Both answers
+  are rendered the same way from real thread content: `refuted_hypothesis` = the thread's refuted
+  hypothesis presented as the cause with the true cause ruled out; `other_thread` = the confirmed
+  diagnosis of another thread of a different error type (same metric preferred, similar length), its
+  verify line rewritten for this symptom; one donor serves at most two pairs. This build: {rej_rows}.
+- `eval`: diagnosis benchmark items (`reprodiag eval --eval-set eval/`), stratified over the five
+  root-cause types ({f.per_type_min}–{f.per_type_max} requested per type, seed {f.seed}), from
+  {f.eval_repos} repositories that appear in no SFT/DPO split (repository-disjoint). Every gold root cause
+  is a declarative sentence.
+
+{split_note}
+
+## Provenance and filtering funnel (this build)
+
+| stage | count |
+| --- | --- |
+{funnel_rows}
+
+Sizes per split:
+
+| config | rows |
+| --- | --- |
+{split_rows}
+
+Eval items per error type:
+
+| error type | items |
+| --- | --- |
+{type_rows}
+{short}
+Replay-verified training records: {f.verified}.
+
+Left out, with the reason:
+
+| reason | records |
+| --- | --- |
+{left_rows}
+
+## Audit of this build (`audit.json`)
+
+{audit}
+
+## Names and personal data
+
+Replaced in every text column: GitHub logins of the thread's participants in author fields, as
+`@mentions` and as bare words, by role placeholders `asker_0`, `maintainer_0`, `contributor_0`, `bot_0`
+(numbered per thread in order of appearance; people only @mentioned become `user_0`); names in greetings
+and sign-offs ("Hi Li Wei", "Thanks,\\nAnna") by the addressed or writing role's placeholder; e-mail
+addresses, tokens and keys, IP addresses and user names in home paths by `[REDACTED_<KIND>]`. Display
+names are not mined, so a display name written elsewhere in prose is not recognised; report anything that
+slipped through.
+
+## Temporal tiers (kept records)
+
+Framework-specific advice ages: **current** (2022+, or not framework-bound) is included at weight 1,
+**historical** (2020–2021, framework-bound) is included down-weighted, **filtered** (before 2020 and
+framework-bound) is excluded from SFT/DPO.
+
+| tier | records |
+| --- | --- |
+{tier_rows}
+
+## Resolved / unresolved mix (SFT)
+
+| resolution type | rows |
+| --- | --- |
+{res_rows}
+
+## Known limitations
+
+- Diagnoses are extracted automatically (rules or an LLM) and grounded in quotes, but not all are
+  checked by a human; `verified` marks the ones confirmed by a sandbox replay.
+- Acceptable directions in `eval` are derived from the root cause and its error type (concept phrases
+  plus key terms); the lexical grader is an approximation of human judgement.
+- The corpus is skewed toward popular, English-language repositories; error-type shares follow what
+  people report, not what happens.
+
+## Terms of use
+
+The text comes from public GitHub Issues and Discussions and remains subject to the
+[GitHub Terms of Service](https://docs.github.com/en/site-policy/github-terms/github-terms-of-service)
+and the rights of its authors; use it for research, and respect removal requests. Paper–code links come
+from the Papers with Code archive (CC BY-SA 4.0). No license is granted beyond those terms.
+"""
