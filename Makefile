@@ -12,8 +12,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-# Debian packages the tests need (bubblewrap for the sandbox; slirp4netns gives a setup step that asks for
-# the network its own, without the host's loopback), installed when root and missing.
+# Debian packages the demo and the tests need (bubblewrap for the sandbox; slirp4netns gives a setup step
+# that asks for the network its own, without the host's loopback), installed when root and missing.
 sysdeps:
 	@if ! command -v bwrap >/dev/null 2>&1 || ! command -v slirp4netns >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -21,12 +21,12 @@ sysdeps:
 	    for pkg in bubblewrap slirp4netns; do \
 	      echo "installing $$pkg (if missing)"; \
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null 2>&1 \
-	        || echo "could not install $$pkg: the tests that need it will be skipped"; \
+	        || echo "could not install $$pkg: replays and the tests that need it will be skipped"; \
 	    done; \
-	  else echo "bubblewrap or slirp4netns is missing and this is not root: tests that need them will be skipped"; fi; \
+	  else echo "bubblewrap or slirp4netns is missing and this is not root: install them (sudo apt-get install bubblewrap slirp4netns), else replays are skipped"; fi; \
 	fi
 
-demo: $(STAMP)
+demo: $(STAMP) sysdeps
 	$(VENV)/bin/reprodiag -w $(WORKSPACE) demo
 
 test: $(STAMP) sysdeps

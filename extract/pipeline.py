@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,30 @@ BATCH = 200
 BACKENDS = ("rules", "openai", "anthropic", "openai-compatible")
 
 
-def read_threads(path: Path) -> list[Thread]:
-    """Threads from a JSONL file; a malformed line is a UserError naming file and line."""
+@dataclass(frozen=True)
+class ReadThreads:
+    """Threads read from a file and, with ``--skip-invalid``, how many lines were skipped and where they went."""
+
+    threads: list[Thread]
+    skipped: int = 0
+    rejects: Path | None = None
+
+
+def rejects_path(path: Path) -> Path:
+    """Where ``--skip-invalid`` writes the bad lines of ``path``: ``<path>.rejects.jsonl`` beside it."""
+    return path.with_name(path.name + ".rejects.jsonl")
+
+
+def read_threads_file(path: Path, *, skip_invalid: bool = False) -> ReadThreads:
+    """Threads from a JSONL file. A malformed line is a UserError naming file and line; with
+    ``skip_invalid`` it goes to :func:`rejects_path` (``{"line", "reason", "text"}``, the text cut to 2,000
+    characters) and reading goes on. Null optional GitHub fields read as their defaults (see the schema)."""
     try:
         fh = path.open(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from None
     out: list[Thread] = []
+    bad: list[dict[str, Any]] = []
     with fh:
         try:
             for no, line in enumerate(fh, start=1):
@@ -47,14 +65,29 @@ def read_threads(path: Path) -> list[Thread]:
                 try:
                     doc = json.loads(line)
                 except ValueError as exc:
-                    raise UserError(f"{path}:{no}: not valid JSON ({exc.msg})") from None
+                    reason = f"not valid JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else "not valid JSON"
+                    if not skip_invalid:
+                        raise UserError(f"{path}:{no}: {reason}") from None
+                    bad.append({"line": no, "reason": reason, "text": line[:2000]})
+                    continue
                 try:
                     out.append(parse_thread(doc))
                 except SchemaError as exc:
-                    raise UserError(f"{path}:{no}: {exc}") from None
+                    if not skip_invalid:
+                        raise UserError(f"{path}:{no}: {exc}") from None
+                    bad.append({"line": no, "reason": str(exc), "text": line[:2000]})
         except UnicodeDecodeError:
             raise UserError(f"{path}: not UTF-8 text") from None
-    return out
+    if not skip_invalid:
+        return ReadThreads(out)
+    rej = rejects_path(path)
+    _write_jsonl(rej, bad)
+    return ReadThreads(out, len(bad), rej)
+
+
+def read_threads(path: Path) -> list[Thread]:
+    """Threads from a JSONL file; a malformed line is a UserError naming file and line."""
+    return read_threads_file(path).threads
 
 
 def _write_jsonl(path: Path, docs: list[dict[str, Any]]) -> None:
@@ -74,14 +107,17 @@ def _chunks(items: list[Any], n: int) -> Iterator[list[Any]]:
         yield items[i:i + n]
 
 
-def run_filter(store: Any, *, input: Path | None = None, output: Path | None = None) -> StageReport:
-    """Decide every thread (workspace: all stored threads → decisions table; file: JSONL → JSONL)."""
+def run_filter(store: Any, *, input: Path | None = None, output: Path | None = None,
+               skip_invalid: bool = False) -> StageReport:
+    """Decide every thread (workspace: all stored threads → decisions table; file: JSONL → JSONL;
+    ``skip_invalid``: bad lines go to a rejects file instead of stopping)."""
     if input is not None:
-        threads = read_threads(input)
-        decisions = classify(threads)
+        got = read_threads_file(input, skip_invalid=skip_invalid)
+        decisions = classify(got.threads)
         out = output or input.with_name("decisions.jsonl")
         _write_jsonl(out, [d.model_dump(mode="json") for d in decisions])
-        return _filter_report(decisions, {"decisions": str(out)})
+        rep = _filter_report(decisions, {"decisions": str(out)})
+        return _with_skipped(rep, got)
     if store is None:
         raise UserError("filter needs a workspace or --input")
     decisions = _decide_stored(store, only_stale=False)
@@ -90,6 +126,15 @@ def run_filter(store: Any, *, input: Path | None = None, output: Path | None = N
         _write_jsonl(output, [d.model_dump(mode="json") for d in decisions])
         outputs["decisions"] = str(output)
     return _filter_report(decisions, outputs)
+
+
+def _with_skipped(rep: StageReport, got: ReadThreads) -> StageReport:
+    if got.rejects is None:
+        return rep
+    return rep.model_copy(update={"counts": {**rep.counts, "skipped invalid lines": got.skipped},
+                                  "outputs": {**rep.outputs, "rejects": str(got.rejects)},
+                                  "notes": rep.notes + ([f"{got.skipped} invalid line(s) skipped: {got.rejects}"]
+                                                        if got.skipped else [])})
 
 
 def _filter_key(tid: str) -> str:
@@ -205,15 +250,18 @@ def _extract_chunk(chunk: list[Thread], *, extractor: Extractor, store: Any, col
 
 def run_extract(store: Any, *, input: Path | None = None, output: Path | None = None, backend: str = "rules",
                 model: str | None = None, base_url: str | None = None, no_filter: bool = False,
-                concurrency: int = 8, batch: Path | None = None, collect: Path | None = None) -> StageReport:
+                concurrency: int = 8, batch: Path | None = None, collect: Path | None = None,
+                skip_invalid: bool = False) -> StageReport:
     """Threads → records. See the module docstring for resumability; ``batch``/``collect`` use Batch API files."""
     if (batch or collect) and backend not in ("openai", "anthropic"):
         raise UserError("--batch/--collect need --backend openai or anthropic")
     extractor = make_extractor(backend, model=model, base_url=base_url, store=store, concurrency=concurrency)
     file_mode = input is not None
     counts: dict[str, int] = {}
+    read: ReadThreads | None = None
     if file_mode:
-        threads = read_threads(input)
+        read = read_threads_file(input, skip_invalid=skip_invalid)
+        threads = read.threads
         if not no_filter:
             got = classify(threads)
             keep = {d.thread_id for d in got if d.is_reproduction and "no_reply" not in d.signals}
@@ -279,4 +327,10 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
         counts["cache_hits"] = getattr(extractor, "cache_hits", 0)
     if failures:
         console.warn(f"{len(failures)} thread(s) could not be extracted (see rejects)")
-    return StageReport(stage="extract", counts=counts, outputs=outputs, notes=notes)
+    rep = StageReport(stage="extract", counts=counts, outputs=outputs, notes=notes)
+    if read is not None and read.rejects is not None:
+        rep = rep.model_copy(update={"counts": {**rep.counts, "skipped invalid lines": read.skipped},
+                                     "outputs": {**rep.outputs, "invalid lines": str(read.rejects)},
+                                     "notes": rep.notes + ([f"{read.skipped} invalid input line(s) skipped: "
+                                                            f"{read.rejects}"] if read.skipped else [])})
+    return rep

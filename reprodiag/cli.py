@@ -192,18 +192,23 @@ def mine(
 # ---------------------------------------------------------------------------- extract
 
 
+SKIP_INVALID_HELP = ("With --input: write malformed lines to <input>.rejects.jsonl (line number and reason) and "
+                     "go on; without it the first bad line stops with one error.")
+
+
 @app.command("filter")
 def filter_(
     input: Annotated[Path | None, typer.Option("--input", "-i", help="threads.jsonl (else the workspace).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="decisions.jsonl to write.")] = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help=SKIP_INVALID_HELP)] = False,
 ) -> None:
     """Decide which threads are paper-reproduction threads (not software bug reports).
 
-    Example: reprodiag filter --input threads.jsonl --output decisions.jsonl
+    Example: reprodiag filter --input threads.jsonl --output decisions.jsonl --skip-invalid
     """
     from extract.pipeline import run_filter
 
-    _report(run_filter(None if input else _store(), input=input, output=output))
+    _report(run_filter(None if input else _store(), input=input, output=output, skip_invalid=skip_invalid))
 
 
 @app.command()
@@ -219,6 +224,7 @@ def extract(
     collect: Annotated[Path | None, typer.Option(help="Join Batch API results back by custom_id.")] = None,
     reasoning_effort: Annotated[Effort | None, typer.Option(help="OpenAI reasoning models (o-series, gpt-5): "
                                                             "low (default), medium or high.")] = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help=SKIP_INVALID_HELP)] = False,
 ) -> None:
     """Turn relevant threads into grounded diagnosis records.
 
@@ -229,7 +235,8 @@ def extract(
     _set_effort(reasoning_effort)
     store = _store()
     _report(run_extract(store, input=input, output=output, backend=backend.value, model=model, base_url=base_url,
-                        no_filter=no_filter, concurrency=concurrency, batch=batch, collect=collect))
+                        no_filter=no_filter, concurrency=concurrency, batch=batch, collect=collect,
+                        skip_invalid=skip_invalid))
 
 
 class TrainPart(StrEnum):

@@ -353,11 +353,12 @@ def apply_checked_rule(rule: Rule, text: str, counts: Counter[str]) -> str:
     return "".join(parts)
 
 
-def mask_secrets(text: str) -> str:
-    """Replace tokens, keys and credentials in ``text`` by ``[REDACTED_<KIND>]``; everything else is kept."""
+def mask_secrets(text: str, counts: Counter[str] | None = None) -> str:
+    """Replace tokens, keys and credentials in ``text`` by ``[REDACTED_<KIND>]``; everything else is kept.
+    ``counts`` (optional) receives the masked spans per kind."""
     if not text:
         return text
-    counts: Counter[str] = Counter()
+    counts = Counter() if counts is None else counts
     for rule in PURE_RULES:
         if rule.secret:
             text = apply_pure_rule(rule, text, counts)
@@ -659,6 +660,29 @@ def record_people(record: Record | Mapping[str, Any]) -> People:
     parts = ((doc.get("stats") or {}).get("participants")) or []
     ordered = sorted(parts, key=lambda p: p.get("role") != "asker")
     return People((p["login"], p.get("role", "contributor")) for p in ordered if p.get("login"))
+
+
+def mask_thread_secrets(thread: Thread) -> tuple[Thread, int]:
+    """``thread`` with tokens and keys masked in its title, body and every comment and reply (what the
+    workspace stores: credentials never rest there; personal data is redacted at export), and how many
+    spans were masked."""
+    counts: Counter[str] = Counter()
+
+    def comments(cs: list[Any]) -> list[Any]:
+        out = []
+        for c in cs:
+            body = mask_secrets(c.body, counts)
+            replies = comments(c.replies)
+            out.append(c if body == c.body and replies == c.replies else
+                       c.model_copy(update={"body": body, "replies": replies}))
+        return out
+
+    title, body = mask_secrets(thread.title, counts), mask_secrets(thread.body, counts)
+    new_comments = comments(thread.comments)
+    n = sum(counts.values())
+    if not n:
+        return thread, 0
+    return thread.model_copy(update={"title": title, "body": body, "comments": new_comments}), n
 
 
 def redact_thread(thread: Thread) -> tuple[Thread, RedactionCounts]:

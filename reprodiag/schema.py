@@ -23,6 +23,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 ThreadKind = Literal["issue", "pull_request", "discussion"]
@@ -76,6 +77,17 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
 
+#: Optional GitHub fields that exports write as ``null``: a null reads as the field's default.
+NULLABLE_DEFAULTS = frozenset({"author_association", "labels", "reactions", "is_answer", "replies", "comments",
+                               "url", "title", "body"})
+
+
+def _null_to_default(data: Any) -> Any:
+    if isinstance(data, dict) and any(data.get(k, 0) is None for k in NULLABLE_DEFAULTS):
+        return {k: v for k, v in data.items() if not (v is None and k in NULLABLE_DEFAULTS)}
+    return data
+
+
 # --------------------------------------------------------------------------- threads
 
 
@@ -92,11 +104,7 @@ class Comment(_Model):
     replies: list[Comment] = Field(default_factory=list)
 
     _utc_created = field_validator("created_at", mode="after")(_utc)
-
-    @field_validator("body", mode="before")
-    @classmethod
-    def _null_body(cls, v: Any) -> Any:
-        return "" if v is None else v
+    _nulls = model_validator(mode="before")(_null_to_default)
 
 
 class Thread(_Model):
@@ -122,11 +130,7 @@ class Thread(_Model):
     comments: list[Comment] = Field(default_factory=list)
 
     _utc_dates = field_validator("created_at", "updated_at", "closed_at", mode="after")(_utc)
-
-    @field_validator("body", "title", mode="before")
-    @classmethod
-    def _null_text(cls, v: Any) -> Any:
-        return "" if v is None else v
+    _nulls = model_validator(mode="before")(_null_to_default)
 
     @field_validator("repo")
     @classmethod
@@ -287,6 +291,10 @@ class Verdict(_Model):
     thread_id: str | None = None
     error_type: ErrorType | None = None
     expected: str | None = None
+    #: The command whose output gave the after-metric (``[run] command`` or the fix's run command).
+    after_command: str | None = None
+    #: How the fix was read, when it was not taken literally (e.g. a fix command read as the after-run).
+    fix_note: str | None = None
 
 
 class SourceSpec(_Model):
@@ -312,8 +320,14 @@ class RunSpec(_Model):
 
 
 class FixSpec(_Model):
+    """The fix. ``patch`` (a unified diff, or a file holding one) and ``command`` change the tree, once,
+    before the after-run; ``run`` replaces ``[run] command`` for the after-run (the fix is a different way to
+    run or evaluate). A ``command`` that runs the same program as ``[run] command`` (e.g. ``python eval.py
+    --average macro``), or that prints the metric and changes no file, is read as ``run``."""
+
     command: str | None = None
     patch: str | None = None
+    run: str | None = None
 
 
 class LimitsSpec(_Model):

@@ -147,7 +147,28 @@ MIGRATIONS: list[str] = [
         args TEXT NOT NULL DEFAULT '{}'
     );
     """,
+    # 2: credentials are masked when a thread is stored (existing rows are masked by _mask_stored_threads)
+    """
+    ALTER TABLE threads ADD COLUMN secrets_masked INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
+
+
+def _mask_stored_threads(c: sqlite3.Connection) -> None:
+    """Migration 2's data step: mask tokens and keys in threads stored before ingest masking existed."""
+    from reprodiag.redact import mask_thread_secrets
+
+    rows = c.execute("SELECT id, doc FROM threads").fetchall()
+    for tid, doc in rows:
+        t, n = mask_thread_secrets(Thread.model_validate_json(doc))
+        if n:
+            raw = _dumps(t.model_dump(mode="json"))
+            c.execute("UPDATE threads SET doc=?, content_hash=?, secrets_masked=? WHERE id=?",
+                      (raw, hashlib.sha256(raw.encode("utf-8")).hexdigest(), n, tid))
+
+
+#: Python steps run in the same transaction right after a migration's SQL (version → step).
+POST_MIGRATION = {2: _mask_stored_threads}
 
 #: Tables ``export`` accepts, mapped to how their rows become JSON documents.
 EXPORTABLE = ("threads", "records", "verdicts", "trajectories", "scored", "decisions", "repos", "papers",
@@ -218,6 +239,8 @@ class Store:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=60000")
+            # deleted or overwritten content is zeroed, so text masked after the fact leaves no copy behind
+            self._conn.execute("PRAGMA secure_delete=ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"workspace database {self.path} is unusable: {exc}") from None
@@ -250,6 +273,8 @@ class Store:
                     for stmt in sql.split(";"):
                         if stmt.strip():
                             c.execute(stmt)
+                    if version in POST_MIGRATION:
+                        POST_MIGRATION[version](c)
                     c.execute("INSERT INTO schema_version(version) VALUES (?)", (version,))
                 c.execute("COMMIT")
             except BaseException:
@@ -301,11 +326,17 @@ class Store:
 
         A thread replaces the stored one when its ``updated_at`` is newer or
         equal with different content; identical content is a no-op; an older
-        ``updated_at`` is ignored (counted as ``stale``).
+        ``updated_at`` is ignored (counted as ``stale``). Tokens and keys in
+        its text are masked first (:func:`reprodiag.redact.mask_thread_secrets`;
+        the count is the row's ``secrets_masked``): credentials never rest in
+        the workspace.
         """
+        from reprodiag.redact import mask_thread_secrets
+
         ins = upd = same = stale = 0
         with self.transaction() as c:
             for t in threads:
+                t, masked = mask_thread_secrets(t)
                 doc = t.model_dump(mode="json")
                 raw = _dumps(doc)  # field order is the model's: canonical without sorting
                 h = hashlib.sha256(raw.encode("utf-8")).hexdigest()
@@ -319,10 +350,11 @@ class Store:
                         stale += 1
                         continue
                 c.execute(
-                    "INSERT INTO threads(id, repo, number, kind, state, created_at, updated_at, content_hash, doc)"
-                    " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET state=excluded.state,"
-                    " updated_at=excluded.updated_at, content_hash=excluded.content_hash, doc=excluded.doc",
-                    (tid, t.repo, t.number, t.kind, t.state, doc["created_at"], doc["updated_at"], h, raw),
+                    "INSERT INTO threads(id, repo, number, kind, state, created_at, updated_at, content_hash, doc,"
+                    " secrets_masked) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
+                    " state=excluded.state, updated_at=excluded.updated_at, content_hash=excluded.content_hash,"
+                    " doc=excluded.doc, secrets_masked=excluded.secrets_masked",
+                    (tid, t.repo, t.number, t.kind, t.state, doc["created_at"], doc["updated_at"], h, raw, masked),
                 )
                 if row is None:
                     ins += 1

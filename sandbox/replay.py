@@ -40,7 +40,7 @@ from sandbox.gpu import GpuInfo, detect_gpus
 from sandbox.metric import MetricError, read_metric
 from sandbox.process import run_process
 from sandbox.quota import QuotaMode, Scratch, open_scratch
-from sandbox.spec import git_is_local, patch_text, source_dir, tolerance_for
+from sandbox.spec import git_is_local, patch_text, same_program, source_dir, tolerance_for
 from sandbox.verdict import decide, measure
 from sandbox.workdir import copy_source
 
@@ -191,11 +191,39 @@ def write_new_file(work: Path, data: bytes) -> str:
     return name
 
 
-def _measure_phase(run: _Run, phase: Phase) -> list[float]:
+#: Entries of the work dir looked at to tell whether a fix command changed the tree (more: "changed").
+FINGERPRINT_ENTRIES = 50_000
+
+
+def tree_fingerprint(work: Path) -> frozenset[tuple[str, int, int]] | None:
+    """(path, size, mtime) of every entry under ``work``, links not followed; None past
+    :data:`FINGERPRINT_ENTRIES` entries (too many to compare: treated as changed)."""
+    out: set[tuple[str, int, int]] = set()
+    for root, dirs, files in os.walk(work, followlinks=False):
+        for name in dirs + files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            out.add((os.path.relpath(os.path.join(root, name), work), st.st_size, st.st_mtime_ns))
+            if len(out) > FINGERPRINT_ENTRIES:
+                return None
+    return frozenset(out)
+
+
+def _prints_metric(spec: ReplaySpec, stdout: str, work: Path) -> bool:
+    try:
+        read_metric(spec.run, stdout, work)
+    except MetricError:
+        return False
+    return True
+
+
+def _measure_phase(run: _Run, phase: Phase, command: str | None = None) -> list[float]:
     spec = run.spec
     values: list[float] = []
     for seed in range(spec.run.seeds):
-        res = run.step(phase, spec.run.command, timeout_s=spec.run.timeout_s, seed=seed)
+        res = run.step(phase, command or spec.run.command, timeout_s=spec.run.timeout_s, seed=seed)
         try:
             val = read_metric(spec.run, res.stdout, run.work)
         except MetricError as exc:
@@ -264,18 +292,28 @@ def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, g
             run.step("setup", cmd, timeout_s=left, network=spec.setup.network)
         before = _measure_phase(run, "before")
         patch = patch_text(spec, spec_path)
-        if patch is None and not spec.fix.command:
-            raise _Stop("error", "the case has no [fix] (command or patch)")
+        if patch is None and not spec.fix.command and not spec.fix.run:
+            raise _Stop("error", "the case has no [fix] (patch, command or run)")
         if patch is not None:
             name = write_new_file(work, patch.encode("utf-8"))
             run.step("fix", f"git apply --whitespace=nowarn {name}; rc=$?; rm -f {name}; exit $rc",
                      timeout_s=spec.run.timeout_s, shown=f"git apply <<'PATCH'\n{patch[:4000]}\nPATCH")
+        after_cmd = spec.fix.run or spec.run.command
         if spec.fix.command:
-            run.step("fix", spec.fix.command, timeout_s=spec.run.timeout_s)
-        after = _measure_phase(run, "after")
+            fp = tree_fingerprint(work) if not spec.fix.run else None
+            res = run.step("fix", spec.fix.command, timeout_s=spec.run.timeout_s)
+            if not spec.fix.run and _prints_metric(spec, res.stdout, work):
+                unchanged = fp is not None and tree_fingerprint(work) == fp
+                if same_program(spec.fix.command, spec.run.command) or unchanged:
+                    after_cmd = spec.fix.command
+                    base["fix_note"] = ("[fix] command prints the metric and " + (
+                        "runs the same program as [run] command" if same_program(spec.fix.command, spec.run.command)
+                        else "changed no file") + ": read as [fix] run (the after-metric comes from it)")
+        after = _measure_phase(run, "after", after_cmd)
         d = decide(spec, before, after)
         return Verdict(verdict=d.verdict, reason=d.reason, direction_ok=d.direction_ok, before=measure(before),
-                       after=measure(after), gpu=gpu_summary, steps=run.steps, **base)
+                       after=measure(after), gpu=gpu_summary, steps=run.steps, after_command=mask_url(after_cmd),
+                       **base)
     except _Stop as stop:
         return Verdict(verdict=stop.verdict, reason=stop.reason, before=measure(before), after=measure(after),
                        gpu=gpu_summary, steps=run.steps, **base)

@@ -93,11 +93,34 @@ def parse_spec(doc: object, origin: str) -> ReplaySpec:
         more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
         raise UserError(f"{origin}: key '{loc}': {_one_line(msg)}{got_txt}{more}") from None
     commands = [("setup.commands", c) for c in spec.setup.commands] + [("run.command", spec.run.command),
-                                                                        ("fix.command", spec.fix.command or "")]
+                                                                        ("fix.command", spec.fix.command or ""),
+                                                                        ("fix.run", spec.fix.run or "")]
     for key, cmd in commands:
         if "\x00" in cmd:
             raise UserError(f"{origin}: key '{key}': a command cannot contain a NUL byte")
+    if spec.fix.run is not None and not spec.fix.run.strip():
+        raise UserError(f"{origin}: key 'fix.run': an empty command; remove the key or write the command "
+                        "that runs the fixed experiment")
     return spec
+
+
+def same_program(a: str, b: str) -> bool:
+    """Whether two shell commands start the same program on the same script (``python eval.py`` and
+    ``python eval.py --average macro``): after leading ``VAR=value`` words, the words up to the first
+    option, redirection or separator agree (at most three)."""
+    def head(cmd: str) -> list[str]:
+        words: list[str] = []
+        for w in cmd.strip().split():
+            if not words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=\S*", w):
+                continue
+            if w.startswith(("-", ">", "<", "|", "&", ";", "2>")):
+                break
+            words.append(w)
+            if len(words) == 3:
+                break
+        return words
+    ha = head(a)
+    return bool(ha) and ha == head(b)
 
 
 def load_spec(path: str | Path) -> ReplaySpec:

@@ -79,11 +79,15 @@ def test_planted_secrets_absent_from_exports(store: Store, tmp_path: Path, fmt: 
         assert parse_record(rows[0]).thread_id == "lab/model#1"
 
 
-def test_raw_export_keeps_text(store: Store, tmp_path: Path) -> None:
+def test_raw_export_keeps_personal_data_but_never_held_the_tokens(store: Store, tmp_path: Path) -> None:
     _fill(store)
     out = tmp_path / "raw.jsonl"
     report = export_table(store, "threads", out, fmt="jsonl", redact=False)
-    assert GH in out.read_text() and "not redacted" in report.notes[0]
+    text = out.read_text()
+    assert "not redacted" in report.notes[0]
+    assert EMAIL in text and "/home/jdoe" in text and "@bobmaint" in text and "alice-w" in text
+    assert all(s not in text for s in (GH, OPENAI, HF))  # masked when the thread was stored
+    assert "[REDACTED_GITHUB_TOKEN]" in text
 
 
 def test_bad_arguments_are_user_errors(store: Store, tmp_path: Path) -> None:

@@ -1,0 +1,45 @@
+"""The two README commands install what they need: `make demo` and `make test` both run `sysdeps`, which
+installs bubblewrap and slirp4netns with apt-get when root and missing (checked with a fake apt-get)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fake_bin(tmp_path: Path) -> Path:
+    b = tmp_path / "bin"
+    b.mkdir()
+    (b / "id").write_text("#!/bin/sh\necho 0\n")
+    (b / "apt-get").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'apt.log'}\n")
+    for tool in ("id", "apt-get"):
+        (b / tool).chmod(0o755)
+    return b
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_sysdeps_installs_the_sandbox_packages_when_missing(tmp_path: Path) -> None:
+    b = _fake_bin(tmp_path)
+    proc = subprocess.run([shutil.which("make") or "make", "-s", "sysdeps"], cwd=ROOT, capture_output=True,
+                          text=True, env={"PATH": str(b), "HOME": str(tmp_path)}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    log = (tmp_path / "apt.log").read_text()
+    assert "install -y -qq bubblewrap" in log and "install -y -qq slirp4netns" in log
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("target", ["demo", "test"])
+def test_both_readme_commands_run_sysdeps_first(target: str, tmp_path: Path) -> None:
+    proc = subprocess.run([shutil.which("make") or "make", "-n", target], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PATH": str(_fake_bin(tmp_path)) + ":" + os.environ.get("PATH", "")},
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "apt-get install" in out and out.index("apt-get install") < out.index(
+        "reprodiag -w" if target == "demo" else "pytest")
