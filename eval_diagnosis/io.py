@@ -1,10 +1,12 @@
 """Reading eval sets, answers and grader labels; every malformed input is a one-line UserError
-naming the file and line (or row)."""
+naming the file and line (or row), or, with an :class:`InvalidLines` collector (``--skip-invalid``), a
+recorded row ``{"where", "reason"}`` and reading goes on."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +43,27 @@ class LabelRow(BaseModel):
     hit_rank: int | None = None
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, JSON object) for each non-empty line."""
+@dataclass
+class InvalidLines:
+    """Bad input lines collected instead of raised (``--skip-invalid``); :meth:`write` puts them in a file."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def write(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.rows), encoding="utf-8")
+        return path
+
+
+def _bad(invalid: InvalidLines | None, where: str, reason: str) -> None:
+    """Raise the one-line error, or record it when collecting."""
+    if invalid is None:
+        raise UserError(f"{where}: {reason}")
+    invalid.rows.append({"where": where, "reason": reason})
+
+
+def _lines(path: Path, invalid: InvalidLines | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) for each non-empty line (bad lines: see :func:`_bad`)."""
     try:
         fh = path.open("r", encoding="utf-8")
     except FileNotFoundError:
@@ -62,13 +83,16 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             if len(line) > MAX_LINE_CHARS:
-                raise UserError(f"{path}:{lineno}: line longer than {MAX_LINE_CHARS} characters")
+                _bad(invalid, f"{path}:{lineno}", f"line longer than {MAX_LINE_CHARS} characters")
+                continue
             try:
                 doc = json.loads(line)
             except ValueError as exc:
-                raise UserError(f"{path}:{lineno}: bad JSON ({str(exc).split(':')[0]})") from None
+                _bad(invalid, f"{path}:{lineno}", f"bad JSON ({str(exc).split(':')[0]})")
+                continue
             if not isinstance(doc, dict):
-                raise UserError(f"{path}:{lineno}: expected a JSON object, got {type(doc).__name__}")
+                _bad(invalid, f"{path}:{lineno}", f"expected a JSON object, got {type(doc).__name__}")
+                continue
             yield lineno, doc
 
 
@@ -89,7 +113,7 @@ def _eval_rows_parquet(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return [(f"{path}: row {i + 1}", row) for i, row in enumerate(df.to_dicts())]
 
 
-def load_eval_set(path: Path) -> list[EvalItem]:
+def load_eval_set(path: Path, invalid: InvalidLines | None = None) -> list[EvalItem]:
     """EvalItems from a JSONL file, a Parquet file, or a build output directory (``OUT`` or ``OUT/eval``)."""
     path = Path(path)
     if not path.exists():
@@ -102,19 +126,27 @@ def load_eval_set(path: Path) -> list[EvalItem]:
         if not files:
             raise UserError(f"eval set {path}: directory holds no .parquet or .jsonl eval file")
         for f in files:
-            rows += _eval_rows_parquet(f) if f.suffix == ".parquet" else [(f"{f}:{n}", d) for n, d in _lines(f)]
+            rows += _eval_rows_parquet(f) if f.suffix == ".parquet" else [(f"{f}:{n}", d) for n, d in _lines(f, invalid)]
     elif path.suffix == ".parquet":
         rows = _eval_rows_parquet(path)
     else:
-        rows = [(f"{path}:{n}", d) for n, d in _lines(path)]
+        rows = [(f"{path}:{n}", d) for n, d in _lines(path, invalid)]
     items: list[EvalItem] = []
     seen: set[str] = set()
     for where, doc in rows:
-        item = _validate(EvalItem, doc, where)
+        try:
+            item = _validate(EvalItem, doc, where)
+        except UserError as exc:
+            if invalid is None:
+                raise
+            invalid.rows.append({"where": where, "reason": str(exc).split(": ", 1)[-1]})
+            continue
         if item.id in seen:
-            raise UserError(f"{where}: duplicate item id {item.id!r}")
+            _bad(invalid, where, f"duplicate item id {item.id!r}")
+            continue
         if not item.gold_root_cause.strip():
-            raise UserError(f"{where}: item {item.id!r} has an empty gold_root_cause")
+            _bad(invalid, where, f"item {item.id!r} has an empty gold_root_cause")
+            continue
         seen.add(item.id)
         items.append(item)
     if not items:
@@ -122,39 +154,46 @@ def load_eval_set(path: Path) -> list[EvalItem]:
     return items
 
 
-def load_answers(path: Path) -> list[AnswerRow]:
+def _missing(doc: dict[str, Any], fields: tuple[str, ...]) -> str | None:
+    return next((f"missing field '{f}'" for f in fields if f not in doc), None)
+
+
+def _field_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return f"field '{'.'.join(str(p) for p in first.get('loc', ()))}': {first.get('msg')}"
+
+
+def load_answers(path: Path, invalid: InvalidLines | None = None) -> list[AnswerRow]:
     """Answer rows ``{"id", "model", "answer"}``; a later row for the same (id, model) wins."""
     rows: dict[tuple[str, str], AnswerRow] = {}
-    for n, doc in _lines(Path(path)):
+    for n, doc in _lines(Path(path), invalid):
         if doc.get("answer") is None and "answer" in doc:
             doc = {**doc, "answer": ""}
-        for field in ("id", "model"):
-            if field not in doc:
-                raise UserError(f"{path}:{n}: missing field '{field}'")
-        if "answer" not in doc and not doc.get("error"):
-            raise UserError(f"{path}:{n}: missing field 'answer'")
+        why = _missing(doc, ("id", "model")) or (
+            "missing field 'answer'" if "answer" not in doc and not doc.get("error") else None)
+        if why:
+            _bad(invalid, f"{path}:{n}", why)
+            continue
         try:
             row = AnswerRow.model_validate(doc)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            raise UserError(f"{path}:{n}: field '{loc}': {first.get('msg')}") from None
+            _bad(invalid, f"{path}:{n}", _field_error(exc))
+            continue
         rows[(row.id, row.model)] = row
     return list(rows.values())
 
 
-def load_labels(path: Path) -> list[LabelRow]:
+def load_labels(path: Path, invalid: InvalidLines | None = None) -> list[LabelRow]:
     out = []
-    for n, doc in _lines(Path(path)):
-        for field in ("item", "answer", "hit"):
-            if field not in doc:
-                raise UserError(f"{path}:{n}: missing field '{field}'")
+    for n, doc in _lines(Path(path), invalid):
+        why = _missing(doc, ("item", "answer", "hit"))
+        if why:
+            _bad(invalid, f"{path}:{n}", why)
+            continue
         try:
             out.append(LabelRow.model_validate(doc))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            raise UserError(f"{path}:{n}: field '{loc}': {first.get('msg')}") from None
+            _bad(invalid, f"{path}:{n}", _field_error(exc))
     if not out:
         raise UserError(f"{path}: holds no labels")
     return out

@@ -19,7 +19,14 @@ from typing import Any
 
 from eval_diagnosis.graders import Grade, Grader, make_grader
 from eval_diagnosis.graders.base import error_grade
-from eval_diagnosis.io import AnswerRow, load_answers, load_eval_set, load_labels, read_resumable_jsonl
+from eval_diagnosis.io import (
+    AnswerRow,
+    InvalidLines,
+    load_answers,
+    load_eval_set,
+    load_labels,
+    read_resumable_jsonl,
+)
 from eval_diagnosis.metrics import agreement_ci, summarize
 from eval_diagnosis.prompt import PROMPT_VERSION, messages
 from eval_diagnosis.providers import ProviderError
@@ -144,10 +151,28 @@ def _notes(results: dict[str, Any]) -> list[str]:
     return notes
 
 
+def _invalid_report(rep: StageReport, invalid: InvalidLines | None, out_dir: Path) -> StageReport:
+    """``rep`` with the skipped input lines counted and written to ``out_dir/invalid-lines.jsonl``."""
+    if invalid is None:
+        return rep
+    path = invalid.write(Path(out_dir) / "invalid-lines.jsonl")
+    notes = rep.notes + ([f"{len(invalid.rows)} invalid input line(s) skipped: {path}"] if invalid.rows else [])
+    return rep.model_copy(update={"counts": {**rep.counts, "skipped invalid lines": len(invalid.rows)},
+                                  "outputs": {**rep.outputs, "invalid lines": str(path)}, "notes": notes})
+
+
 def run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, concurrency: int,
-             store: Store | None) -> StageReport:
-    """Answer every item with every model (resumable), grade, write grades/results/report."""
-    items = load_eval_set(Path(eval_set))
+             store: Store | None, skip_invalid: bool = False) -> StageReport:
+    """Answer every item with every model (resumable), grade, write grades/results/report. ``skip_invalid``:
+    bad eval-set lines are recorded in ``out_dir/invalid-lines.jsonl`` instead of stopping."""
+    invalid = InvalidLines() if skip_invalid else None
+    return _invalid_report(_run_eval(eval_set, models=models, grader=grader, out_dir=out_dir,
+                                     concurrency=concurrency, store=store, invalid=invalid), invalid, out_dir)
+
+
+def _run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, concurrency: int,
+              store: Store | None, invalid: InvalidLines | None) -> StageReport:
+    items = load_eval_set(Path(eval_set), invalid)
     specs = list(dict.fromkeys(models))
     if not specs:
         raise UserError("give at least one --model")
@@ -207,10 +232,11 @@ def _dropped(chat: Any) -> str:
     return policy.summary() if policy is not None else ""
 
 
-def run_agreement(labels_path: Path, grader: Grader, *, seed: int = SEED) -> dict[str, Any]:
+def run_agreement(labels_path: Path, grader: Grader, *, seed: int = SEED,
+                  invalid: InvalidLines | None = None) -> dict[str, Any]:
     """Grade each labeled answer and compare with the human hit label: accuracy and Cohen's kappa with 95%
     intervals (answers resampled by item), per answer category, and the uncertain grades counted apart."""
-    labels = load_labels(labels_path)
+    labels = load_labels(labels_path, invalid)
     predicted, disagreements = [], []
     per_cat: dict[str, list[int]] = {}
     uncertain = uncertain_wrong = 0
@@ -315,9 +341,17 @@ def _offline_card(name: str) -> dict[str, Any]:
 
 
 def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_dir: Path,
-              agreement: Path | None, controls: bool = False) -> StageReport:
+              agreement: Path | None, controls: bool = False, skip_invalid: bool = False) -> StageReport:
     """Grade given answers (no model is called), measure the grader against human labels, and/or run the
-    negative and positive controls (on ``eval_set``'s items, else on the shipped test labels' items)."""
+    negative and positive controls (on ``eval_set``'s items, else on the shipped test labels' items).
+    ``skip_invalid``: bad input lines go to ``out_dir/invalid-lines.jsonl`` instead of stopping."""
+    invalid = InvalidLines() if skip_invalid else None
+    return _invalid_report(_run_grade(eval_set, answers=answers, grader=grader, out_dir=out_dir,
+                                      agreement=agreement, controls=controls, invalid=invalid), invalid, out_dir)
+
+
+def _run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_dir: Path,
+               agreement: Path | None, controls: bool, invalid: InvalidLines | None) -> StageReport:
     if agreement is None and not controls and (eval_set is None or answers is None):
         raise UserError("grade needs --eval-set and --answers, --agreement LABELS.jsonl, or --controls")
     if answers is not None and eval_set is None:
@@ -329,7 +363,7 @@ def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_d
     notes: list[str] = []
     if controls:
         if eval_set is not None:
-            citems = load_eval_set(Path(eval_set))
+            citems = load_eval_set(Path(eval_set), invalid)
         else:
             seen: dict[str, EvalItem] = {}
             for lab in load_labels(TEST_LABELS):
@@ -347,8 +381,8 @@ def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_d
         notes.append(f"controls ({res['items']} items, {grader_obj.name}): shifted answers {pct('shifted')} hits "
                      f"(want ~0), gold cause as answer {pct('gold')} (want ~100%), hedge list {pct('hedge')} (want 0)")
     if eval_set is not None and answers is not None:
-        items = load_eval_set(Path(eval_set))
-        rows = load_answers(Path(answers))
+        items = load_eval_set(Path(eval_set), invalid)
+        rows = load_answers(Path(answers), invalid)
         by_id = {it.id: it for it in items}
         unknown = [r for r in rows if r.id not in by_id]
         if rows and len(unknown) == len(rows):
@@ -363,7 +397,7 @@ def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_d
                         "report": str(out_dir / "report.html")})
         notes += _notes(results)
     if agreement is not None:
-        res = run_agreement(Path(agreement), grader_obj)
+        res = run_agreement(Path(agreement), grader_obj, invalid=invalid)
         _mkdir(out_dir)
         _write_atomic(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
         counts.update({"labels": res["n"], "agreeing": res["n"] - len(res["disagreements"])})

@@ -402,6 +402,8 @@ def eval_(
     concurrency: Annotated[int, typer.Option(min=1, max=256)] = 8,
     reasoning_effort: Annotated[Effort | None, typer.Option(help="OpenAI reasoning models (o-series, gpt-5): "
                                                             "low (default), medium or high.")] = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Record malformed eval-set lines in "
+                                               "OUT/invalid-lines.jsonl and go on.")] = False,
 ) -> None:
     """Run models on the diagnosis benchmark and grade their answers.
 
@@ -411,7 +413,7 @@ def eval_(
 
     _set_effort(reasoning_effort)
     _report(run_eval(eval_set, models=model, grader=grader, out_dir=out_dir, concurrency=concurrency,
-                     store=_store()))
+                     store=_store(), skip_invalid=skip_invalid))
 
 
 @app.command()
@@ -425,6 +427,8 @@ def grade(
     agreement: Annotated[Path | None, typer.Option(help="Human labels JSONL: report grader agreement.")] = None,
     controls: Annotated[bool, typer.Option("--controls", help="Shifted-answer, gold-answer and hedge controls.")]
     = False,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Record malformed input lines in "
+                                               "OUT/invalid-lines.jsonl and go on.")] = False,
 ) -> None:
     """Grade given answers without calling any model, measure a grader against human labels, or run controls.
 
@@ -433,7 +437,7 @@ def grade(
     from eval_diagnosis.pipeline import run_grade
 
     _report(run_grade(eval_set, answers=answers, grader=grader, out_dir=out_dir, agreement=agreement,
-                      controls=controls))
+                      controls=controls, skip_invalid=skip_invalid))
 
 
 # ---------------------------------------------------------------------------- orchestration

@@ -84,3 +84,27 @@ def test_torn_last_line_is_cut(tmp_path: Path) -> None:
     p.write_text('{"id": "a"}\n{"id": "b", "mod', encoding="utf-8")
     assert read_resumable_jsonl(p) == [{"id": "a"}]
     assert p.read_text(encoding="utf-8") == '{"id": "a"}\n'
+
+
+def test_skip_invalid_records_bad_lines_and_goes_on(tmp_path: Path, cli) -> None:  # noqa: ANN001
+    """``eval`` / ``grade --skip-invalid``: bad lines land in OUT/invalid-lines.jsonl with file:line and reason;
+    without the flag the first one stops with one error line (exit 2)."""
+    src = _write(tmp_path / "items.jsonl", [json.dumps(ITEM), "{broken", json.dumps({"id": "x"}),
+                                            json.dumps({**ITEM, "id": "b"}), json.dumps(ITEM)])
+    bad = cli("eval", "--eval-set", str(src), "--model", "baseline:prior", "-o", str(tmp_path / "o1"),
+              workspace=tmp_path / "w")
+    assert bad.returncode == 2 and "items.jsonl:2" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    ok = cli("-q", "eval", "--eval-set", str(src), "--model", "baseline:prior", "-o", str(tmp_path / "o2"),
+             "--skip-invalid", workspace=tmp_path / "w")
+    assert ok.returncode == 0, ok.stderr
+    rep = json.loads(ok.stdout)
+    assert rep["counts"]["items"] == 2 and rep["counts"]["skipped invalid lines"] == 3
+    rows = [json.loads(x) for x in (tmp_path / "o2" / "invalid-lines.jsonl").read_text().splitlines()]
+    assert [r["where"].rsplit(":", 1)[1] for r in rows] == ["2", "3", "5"]
+    assert "JSON" in rows[0]["reason"] and "duplicate" in rows[2]["reason"]
+    answers = _write(tmp_path / "a.jsonl", [json.dumps({"id": "a", "model": "m", "answer": "1. wrong split"}),
+                                            json.dumps({"id": "b"})])
+    g = cli("-q", "grade", "--eval-set", str(src), "--answers", str(answers), "-o", str(tmp_path / "g"),
+            "--skip-invalid", workspace=tmp_path / "w")
+    assert g.returncode == 0, g.stderr
+    assert json.loads(g.stdout)["counts"]["skipped invalid lines"] == 4  # 3 item lines + 1 answer line
