@@ -31,6 +31,7 @@ import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -154,10 +155,17 @@ class RowSource:
     record: Record
     view: AskerView | None
     shown: Symptom
+    #: The thread participants' logins as stored (for the audit's check that none reached a dataset).
+    logins: tuple[str, ...] = ()
 
     @property
     def created(self) -> datetime | None:
         return self.record.stats.created_at
+
+    @cached_property
+    def diagnosis(self) -> Diagnosis | None:
+        """:func:`diagnosis_of` this source, computed once (SFT, DPO and eval all read it)."""
+        return diagnosis_of(self)
 
 
 def shown_symptom(r: Record, view: AskerView | None) -> Symptom:
@@ -345,7 +353,7 @@ def render(d: Diagnosis, *, with_fix: bool = True, short: bool = False) -> str:
 
 def diagnosis_text(src: RowSource) -> str | None:
     """The SFT assistant turn (None when the record teaches no diagnosis)."""
-    d = diagnosis_of(src)
+    d = src.diagnosis
     return None if d is None else render(d)
 
 
@@ -405,7 +413,7 @@ def dpo_row(src: RowSource, chosen: Diagnosis, rejected: Rejected, *, confirmed_
 
 def eval_gold(src: RowSource) -> str | None:
     """The eval item's gold cause: the record's root cause as a declarative sentence, else None."""
-    d = diagnosis_of(src)
+    d = src.diagnosis
     return d.cause if d is not None else None
 
 
@@ -546,6 +554,7 @@ def parse_cutoff(text: str) -> datetime:
 
 def _row_sources(store: Store, kept_raw: list[Record]) -> list[RowSource]:
     """Redacted records with the asker's view of their threads (same placeholders in prompt and answer)."""
+    from reprodiag.audit import thread_logins
     from reprodiag.redact import record_people, redact_doc, redact_text, thread_people
 
     out_: list[RowSource] = []
@@ -553,41 +562,17 @@ def _row_sources(store: Store, kept_raw: list[Record]) -> list[RowSource]:
         r = parse_record(redact_doc(raw.model_dump(mode="json"), record_people(raw)))
         thread = store.get_thread(raw.thread_id)
         view = None
+        logins = tuple(p.login for p in raw.stats.participants)
         if thread is not None:
             v = asker_view(thread)
             people = thread_people(thread)  # the same placeholders as the record's (order of appearance)
-            red = [neutralize_names(_mentions_of(redact_text(t, people), people),
-                                    addressee=addressee_placeholder(True), writer="asker_0")
+            red = [neutralize_names(redact_text(t, people), addressee=addressee_placeholder(True), writer="asker_0")
                    for t in (v.title, v.opening, v.known)]
             view = AskerView(title=red[0], opening=red[1], known=red[2], cut=v.cut)
+            logins = tuple(thread_logins(thread))  # scored records may hold placeholders already
             if r.stats.created_at is None:
                 r = r.model_copy(update={"stats": r.stats.model_copy(update={"created_at": thread.created_at})})
-        out_.append(RowSource(record=r, view=view, shown=shown_symptom(r, view)))
-    return out_
-
-
-def _mentions_of(text: str, people: Any) -> str:
-    """``@login`` of a participant whose login the general mention rule does not take for a GitHub login
-    (an underscore, as in imported or anonymised threads) becomes its placeholder too."""
-    import re
-
-    from reprodiag.redact import LOGIN_PATTERN
-
-    for login in people.logins:
-        if "@" in text and not re.match(LOGIN_PATTERN, login):
-            text = re.sub("@" + re.escape(login) + r"(?![A-Za-z0-9_-])", "@" + people.get(login), text, flags=re.I)
-    return text
-
-
-def _participants(store: Store, kept_raw: list[Record]) -> dict[str, list[str]]:
-    """Thread id → the logins of its participants, read from the stored threads (scored records hold
-    placeholders already)."""
-    from reprodiag.audit import thread_logins
-
-    out_: dict[str, list[str]] = {}
-    for r in kept_raw:
-        t = store.get_thread(r.thread_id)
-        out_[r.thread_id] = thread_logins(t) if t is not None else [p.login for p in r.stats.participants]
+        out_.append(RowSource(record=r, view=view, shown=shown_symptom(r, view), logins=logins))
     return out_
 
 
@@ -651,7 +636,7 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
 
     sft_rows: list[tuple[str | None, dict[str, Any]]] = []
     dpo_rows: list[tuple[str | None, dict[str, Any]]] = []
-    diags = {s.record.thread_id: diagnosis_of(s) for s in train_src}
+    diags = {s.record.thread_id: s.diagnosis for s in train_src}
     for s in train_src:
         row = sft_row(s, confirmed_threads=confirmed_threads, paper_titles=paper_titles)
         if row is None:
@@ -662,8 +647,7 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
             diags[s.record.thread_id] = None
             continue
         sft_rows.append((s.record.split, row))
-    cands = {k: Candidate(key=k, repo=by_id[k].record.repo, metric=by_id[k].shown.metric, diagnosis=d,
-                          length=len(render(d, with_fix=False, short=True)))
+    cands = {k: Candidate(key=k, repo=by_id[k].record.repo, metric=by_id[k].shown.metric, diagnosis=d)
              for k, d in diags.items() if d is not None}
     eligible = [s for s in train_src if dpo_eligible(s, diags[s.record.thread_id])]
     needs = [cands[s.record.thread_id] for s in eligible if not diags[s.record.thread_id].claims]  # type: ignore[union-attr]
@@ -677,7 +661,7 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
             rej = Rejected(sw, "refuted_hypothesis") if sw is not None else None
         elif k in donors:
             d, donor_d = donor_pair(donors[k], d)
-            rej = Rejected(donor_d, "other_thread", donors[k].key)
+            rej = Rejected(donor_d, "other_thread")
         else:
             rej = None
             left_out["dpo: no donor of another type left"] += 1
@@ -705,7 +689,7 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
             "dpo": _save("dpo", _by_split(dpo_rows), tmp),
             "eval": _save("eval", {"test": items}, tmp),
         }
-        audit_rep, _ = run_audit(tmp, participants=_participants(store, kept_raw))
+        audit_rep, _ = run_audit(tmp, participants={s.record.thread_id: list(s.logins) for s in srcs})
         card = dataset_card(CardFacts(
             funnel=funnel, sizes=sizes, tiers=Counter(r.temporal_tag.tier for r in kept),
             resolution=Counter(row["resolution_type"] for _s, row in sft_rows),

@@ -38,7 +38,6 @@ class Rejected:
 
     diagnosis: _Diag
     source: str
-    donor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,6 @@ class Candidate:
     repo: str
     metric: str | None
     diagnosis: _Diag
-    length: int
 
 
 def swapped(d: _Diag, wrong_type: str | None = None) -> _Diag | None:

@@ -525,7 +525,8 @@ def bare_spans(text: str, login: str) -> Iterator[tuple[int, int]]:
 def redact_people(text: str, people: People, counts: Counter[str]) -> str:
     """Replace ``@mentions`` (anyone) and bare participant logins by placeholders.
 
-    ``@name`` counts as a mention when ``name`` is a valid GitHub login, the
+    ``@name`` counts as a mention when ``name`` is a valid GitHub login (or a
+    participant's login as recorded, e.g. an anonymised ``name_with_underscore``), the
     ``@`` does not follow a word character, ``.``, backtick, ``/`` or ``-``
     (e-mail addresses, ``git@github.com``) and the name is not followed by
     ``(``, ``/`` or ``.word`` (decorators, paths). Python decorator names
@@ -537,7 +538,7 @@ def redact_people(text: str, people: People, counts: Counter[str]) -> str:
     if "@" in text:
         def mention(m: re.Match[str]) -> str:
             login = m.group(1)
-            if not _LOGIN_RE.match(login):
+            if not _LOGIN_RE.match(login) and people.get(login) is None:
                 return m.group(0)
             if login.lower() in DECORATORS and people.get(login) is None:
                 return m.group(0)

@@ -173,14 +173,15 @@ def _before_first_reply(thread: Thread) -> list[str]:
 
 def asker_view(thread: Thread, *, limit: int = MAX_OPENING_CHARS) -> AskerView:
     """The asker's view of ``thread`` (see the module docstring)."""
-    body = clean_post(thread.body)
+    cleaned = clean_post(thread.body)
     title = " ".join(thread.title.split())
-    first, _, rest = body.partition("\n")
+    body = cleaned
+    first, _, rest = cleaned.partition("\n")
     if title and " ".join(first.split()).strip("#* ").lower() == title.lower():
         body = rest.strip()
     opening, cut = cut_text(body, limit)
     follow = [clean_post(b) for b in _before_first_reply(thread)]
-    known = "\n\n".join([title, clean_post(thread.body)] + follow)
+    known = "\n\n".join([title, cleaned] + follow)
     return AskerView(title=title, opening=opening, known=known, cut=cut)
 
 

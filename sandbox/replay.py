@@ -300,15 +300,16 @@ def replay_case(spec: ReplaySpec, spec_path: Path, backend: SandboxBackend, *, g
                      timeout_s=spec.run.timeout_s, shown=f"git apply <<'PATCH'\n{patch[:4000]}\nPATCH")
         after_cmd = spec.fix.run or spec.run.command
         if spec.fix.command:
-            fp = tree_fingerprint(work) if not spec.fix.run else None
+            same = same_program(spec.fix.command, spec.run.command)
+            # the tree is compared only when that can decide how the fix is read
+            fp = tree_fingerprint(work) if not spec.fix.run and not same else None
             res = run.step("fix", spec.fix.command, timeout_s=spec.run.timeout_s)
             if not spec.fix.run and _prints_metric(spec, res.stdout, work):
-                unchanged = fp is not None and tree_fingerprint(work) == fp
-                if same_program(spec.fix.command, spec.run.command) or unchanged:
+                if same or (fp is not None and tree_fingerprint(work) == fp):
                     after_cmd = spec.fix.command
                     base["fix_note"] = ("[fix] command prints the metric and " + (
-                        "runs the same program as [run] command" if same_program(spec.fix.command, spec.run.command)
-                        else "changed no file") + ": read as [fix] run (the after-metric comes from it)")
+                        "runs the same program as [run] command" if same else "changed no file")
+                        + ": read as [fix] run (the after-metric comes from it)")
         after = _measure_phase(run, "after", after_cmd)
         d = decide(spec, before, after)
         return Verdict(verdict=d.verdict, reason=d.reason, direction_ok=d.direction_ok, before=measure(before),

@@ -242,13 +242,16 @@ def _mentions(cells: _Cells, parts: pl.DataFrame, fallback: pl.Series, counts: C
     rest = s.str.slice(pl.col("cand").str.len_chars())
     nxt = (pl.when(rest.str.len_bytes() > 0).then(rest.str.slice(0, 1))
            .when(pl.col("k") < pl.col("m") - 1).then(pl.lit("@")).otherwise(pl.lit("")))
-    ok = (pl.col("cand").is_not_null() & pl.col("cand").str.contains(LOGIN_PATTERN)
+    ok = (pl.col("cand").is_not_null()
           & ~pl.col("prev_char").str.contains("^" + _MENTION_BEFORE_CLASS + "$")
           & ~nxt.str.contains(r"^[A-Za-z0-9_(/\-]$")
           & ~((nxt == ".") & rest.str.slice(1, 1).str.contains("^" + _WORD + "$")))
-    seg = seg.with_columns(ok=ok.fill_null(False), key=pl.col("cand").str.to_lowercase())
-    hits = (seg.filter("ok").select("cell", "row", "k", "key")
+    seg = seg.with_columns(ok=ok.fill_null(False), key=pl.col("cand").str.to_lowercase(),
+                           valid=pl.col("cand").str.contains(LOGIN_PATTERN).fill_null(False))
+    hits = (seg.filter("ok").select("cell", "row", "k", "key", "valid")
             .join(parts.select("row", "key", "ph"), on=["row", "key"], how="left", maintain_order="left")
+            # a participant's recorded login counts even when it is not a valid GitHub login (anonymised data)
+            .filter(pl.col("valid") | pl.col("ph").is_not_null())
             .filter(pl.col("ph").is_not_null() | ~pl.col("key").is_in(pl.Series(sorted(DECORATORS)).implode())))
     if not hits.height:
         return

@@ -26,7 +26,7 @@ def test_swap_states_the_refuted_claim_and_rules_out_the_true_cause() -> None:
 
 def _cand(key: str, repo: str, etype: str, metric: str, cause: str) -> Candidate:
     d = _d(etype, cause)
-    return Candidate(key=key, repo=repo, metric=metric, diagnosis=d, length=len(render(d)))
+    return Candidate(key=key, repo=repo, metric=metric, diagnosis=d)
 
 
 def test_donors_differ_in_type_and_repository_prefer_the_metric_and_serve_two_pairs_at_most() -> None:
@@ -48,7 +48,7 @@ def test_donors_differ_in_type_and_repository_prefer_the_metric_and_serve_two_pa
 def test_donor_pairs_have_the_same_shape_and_this_threads_symptom() -> None:
     chosen = Diagnosis(error_type="data", refuted=("a is ruled out.", "b is ruled out."), confirmed=("c holds.",),
                        untested=(), cause="x", resolved=False, fix=None, verify="How to verify: BLEU should reach 27.6.")
-    donor = Candidate(key="a#1", repo="o/a", metric="BLEU", length=0, diagnosis=Diagnosis(
+    donor = Candidate(key="a#1", repo="o/a", metric="BLEU", diagnosis=Diagnosis(
         error_type="seed_hardware", refuted=("p is ruled out.",), confirmed=("q holds.", "r holds."),
         untested=("s is open.",), cause="Seed variance of 0.5 BLEU.", resolved=True, fix=None, verify="v"))
     c, x = donor_pair(donor, chosen)

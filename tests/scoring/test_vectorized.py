@@ -36,7 +36,7 @@ SNIPPETS = [
     # user-name edge cases: context around @, bare whole words, bots, placeholders, decorators, common words
     "git@github.com:owner/repo.git", "@model please check; the model and data are fine, ask bert",
     "Xu-Lab and xu-lab", "@Xu-Lab/repo and @XU-LAB", "@helper1. and @helper1.x", "a@@bob and @@", "@foo[bot]x",
-    "@dependabot[bot] bump dependabot[bot]", "mail email@helper1.org", "`@alice-w` and (@alice-w)",
+    "@dependabot[bot] bump dependabot[bot]", "Hi, @xlm_author . xlm_author said @not_a_login", "mail email@helper1.org", "`@alice-w` and (@alice-w)",
     "helper1's fix, helper1helper1, helper1 helper1", "@user_0 hi maintainer_0 said", "@a--b @-x @ab- @ab_c",
     "cuDNN 8.9.2.26 at 10.1.2.3", "v1.2.3.4 host 10.0.0.7 and 1.2.3.4.5", "bobmaint/repo (bobmaint) .bobmaint",
     "bobmaint-x -bobmaint [bobmaint] bobmaint/", "@staticmethod @torch.no_grad() @jax @pytest.fixture",
@@ -48,6 +48,7 @@ PARTICIPANTS = [
     ("model", "contributor"), ("data", "contributor"), ("bert", "contributor"), ("transformers", "contributor"),
     ("dependabot[bot]", "bot"), ("jax", "contributor"), ("İlker", "contributor"), ("maintainer_0", "maintainer"),
     ("a.b", "contributor"), ("HELPER1", "contributor"), ("carol9", "contributor"),
+    ("xlm_author", "maintainer"),  # anonymised data: an underscore, not a valid GitHub login
 ]
 
 
