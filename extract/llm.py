@@ -30,7 +30,7 @@ from extract.answer import SCHEMA_HASH, LLMAnswer, to_record, ungrounded_fields
 from extract.base import Extractor
 from extract.pricing import Usage, cost_line
 from extract.prompts import PROMPT_VERSION, build_messages, reask_message
-from reprodiag.errors import UserError
+from reprodiag.errors import UserError, read_user_text
 from reprodiag.jsontext import first_json_object
 from reprodiag.schema import Record, Thread
 
@@ -230,12 +230,7 @@ class LLMExtractor(Extractor):
     def collect(self, threads: list[Thread], path: Path) -> list[Record]:
         """Join a Batch API results file back to ``threads`` by custom_id; bad lines become failures."""
         by_id = {custom_id(t.id): t for t in threads}
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise UserError(f"cannot read batch results {path}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise UserError(f"batch results {path} are not UTF-8 text") from None
+        lines = read_user_text(path, "batch results").splitlines()
         out: list[Record] = []
         for no, line in enumerate(lines, start=1):
             if not line.strip():

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reprodiag.errors import UserError
+from reprodiag.errors import UserError, read_user_text
 from reprodiag.schema import SchemaError, Thread, parse_thread
 
 REAL_DIR = Path(__file__).resolve().parent / "data" / "real"
@@ -42,14 +42,7 @@ def load_file(path: Path) -> list[Labeled]:
     """Rows of one JSONL file; a malformed line is a one-line UserError naming file and line. Rows in the
     older ``{"thread", "label"}`` format are read too (``label`` as ``gold``; is_resolved from
     resolution_type)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise UserError(f"labeled set not found: {path}") from None
-    except OSError as exc:
-        raise UserError(f"cannot read labeled set {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"labeled set {path} is not UTF-8 text") from None
+    lines = read_user_text(path, "labeled set").splitlines()
     out: list[Labeled] = []
     for no, line in enumerate(lines, start=1):
         if not line.strip():

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from reprodiag.errors import UserError
+from reprodiag.errors import UserError, read_user_text
 
 FORMAT = "reprodiag-linear-1"
 MODELS_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
@@ -145,14 +145,7 @@ class LinearModel:
     @classmethod
     def load(cls, path: Path) -> LinearModel:
         """Read a weights file; a missing, unreadable or corrupt one is a one-line :class:`UserError`."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UserError(f"model weights not found: {path} (rebuild with `reprodiag train`)") from None
-        except OSError as exc:
-            raise UserError(f"cannot read model weights {path}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise UserError(f"corrupt model weights {path}: not UTF-8 text") from None
+        text = read_user_text(path, "model weights", "(rebuild with `reprodiag train`)")
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
