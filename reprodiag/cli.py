@@ -284,6 +284,8 @@ def score(
     holdout_repo: Annotated[list[str] | None, typer.Option(
         "--holdout-repo", metavar="OWNER/NAME",
         help="Put this repository's records in test (repeatable).")] = None,
+    batch_size: Annotated[int, typer.Option(min=1, max=1_000_000, help="Records per batch: bounds memory; a "
+                                            "killed run resumes from its finished batches.")] = 2_000,
 ) -> None:
     """Score, tag, redact, dedupe and split records.
 
@@ -295,7 +297,8 @@ def score(
     from scoring.pipeline import run_score
 
     _report(run_score(None if input else _store(), input=input, output=output, threshold=threshold,
-                      rejects=rejects, seed=seed, split_date=split_date, holdout_repos=holdout_repo or ()))
+                      rejects=rejects, seed=seed, split_date=split_date, holdout_repos=holdout_repo or (),
+                      batch_size=batch_size))
 
 
 # ---------------------------------------------------------------------------- sandbox
@@ -543,15 +546,19 @@ def bench_extract(
 
 @bench_app.command("score")
 def bench_score(
-    n: Annotated[int, typer.Option(min=100, help="Synthetic records.")] = 1_000_000,
+    records: Annotated[int, typer.Option("--records", "-n", min=100, help="Grown records to score.")] = 200_000,
+    seed: Annotated[int, typer.Option(help="Seed of the grown records.")] = 0,
+    workspace: Annotated[bool, typer.Option("--workspace-mode/--no-workspace-mode",
+                                            help="Also time score on a workspace.")] = True,
 ) -> None:
-    """Score + tags + redaction + dedup over N synthetic records: time and peak memory.
+    """Time the score command (file and workspace) on N records grown from real extractions, beside a
+    plain JSONL round-trip of the same file: wall, CPU, peak RSS, ratio.
 
-    Example: reprodiag bench score --n 1000000
+    Example: reprodiag bench score --records 200000
     """
     from scoring.bench import run_bench
 
-    _report(run_bench(n=n))
+    _report(run_bench(n=records, seed=seed, workspace=workspace))
 
 
 @bench_app.command("datasets")

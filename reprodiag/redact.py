@@ -62,7 +62,10 @@ class Rule:
     ``secret``: part of :func:`mask_secrets`. ``anchor`` (optional, Python
     speed-up only): lower-case words, one of which (case-insensitively) occurs
     in the leading ``[A-Za-z_]`` run of every match, so that only the starts of
-    runs holding one are tried (the result equals a full scan).
+    runs holding one are tried (the result equals a full scan). ``needles`` (optional, speed-up of the
+    vectorized path only): literals of which every match holds at least one, compared ASCII
+    case-insensitively, so cells holding none are skipped; ``prefilter``: the same as a regex that every
+    match contains (used when no literal is necessary).
     """
 
     kind: str
@@ -71,6 +74,8 @@ class Rule:
     secret: bool = True
     check: Callable[[re.Match[str]], str | None] | None = None
     anchor: tuple[str, ...] = ()
+    needles: tuple[str, ...] = ()
+    prefilter: str | None = None
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     anchor_regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _py_replacement: str = field(init=False, repr=False, compare=False, default="")
@@ -210,21 +215,23 @@ def _check_ip(m: re.Match[str]) -> str | None:
 _SECRET_RULES: tuple[Rule, ...] = (
     Rule("PRIVATE_KEY",
          r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-         r"(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?s:.*))"),
+         r"(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?s:.*))", needles=("-----BEGIN",)),
     Rule("URL_CREDENTIALS", r"\b([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/:@'\"<>]+:[^\s/@'\"<>]+@",
-         "${1}[REDACTED_URL_CREDENTIALS]@"),
-    Rule("GITHUB_TOKEN", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})"),
-    Rule("ANTHROPIC_KEY", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
-    Rule("OPENAI_KEY", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-    Rule("HF_TOKEN", r"\bhf_[A-Za-z0-9]{30,}"),
-    Rule("AWS_ACCESS_KEY", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+         "${1}[REDACTED_URL_CREDENTIALS]@", needles=("://",)),
+    Rule("GITHUB_TOKEN", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255})",
+         needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Rule("ANTHROPIC_KEY", r"\bsk-ant-[A-Za-z0-9_\-]{16,}", needles=("sk-ant-",)),
+    Rule("OPENAI_KEY", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", needles=("sk-",)),
+    Rule("HF_TOKEN", r"\bhf_[A-Za-z0-9]{30,}", needles=("hf_",)),
+    Rule("AWS_ACCESS_KEY", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", needles=("AKIA", "ASIA", "ABIA", "ACCA")),
     Rule("AWS_SECRET_KEY",
          r"(?i)(aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{40,}",
-         "${1}[REDACTED_AWS_SECRET_KEY]"),
-    Rule("SLACK_TOKEN", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
-    Rule("GOOGLE_API_KEY", r"\bAIza[0-9A-Za-z_\-]{35}"),
-    Rule("JWT", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    Rule("BEARER_TOKEN", r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{16,}", "${1}[REDACTED_BEARER_TOKEN]"),
+         "${1}[REDACTED_AWS_SECRET_KEY]", needles=("secret",)),
+    Rule("SLACK_TOKEN", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", needles=("xox",)),
+    Rule("GOOGLE_API_KEY", r"\bAIza[0-9A-Za-z_\-]{35}", needles=("AIza",)),
+    Rule("JWT", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", needles=("eyJ",)),
+    Rule("BEARER_TOKEN", r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{16,}", "${1}[REDACTED_BEARER_TOKEN]",
+         needles=("bearer",)),
 )
 
 _L = r"[A-Za-z0-9._%+\-]"
@@ -238,16 +245,16 @@ _EMAIL_PATTERN = (
 _PII_RULES: tuple[Rule, ...] = (
     Rule("EMAIL_BOILERPLATE",
          r"(?m)^[ \t>]*On [^\n]*?[0-9]{4}[^\n]*?(?:\n[^\n]*?)?wrote:[ \t]*\r?\n?(?:[ \t]*>[^\n]*\n?)*",
-         " ", secret=False),
+         " ", secret=False, needles=("wrote:",)),
     Rule("EMAIL_BOILERPLATE",
          r"(?m)^[ \t]*(?:—|--|-)?[ \t]*\r?\n?[ \t]*You are receiving this because[^\n]*(?:\n[^\n]*"
          r"(?:Reply to this email directly|view it on GitHub|unsubscribe|Triage notifications)[^\n]*)*",
-         " ", secret=False),
-    Rule("EMAIL", _EMAIL_PATTERN, secret=False),
+         " ", secret=False, needles=("You are receiving this because",)),
+    Rule("EMAIL", _EMAIL_PATTERN, secret=False, needles=("@",)),
     Rule("HOME_PATH",
          r"(/home/|/Users/|/mnt/[A-Za-z]/Users/|\b[A-Za-z]:[\\/]+Users[\\/]+)"
          r"[A-Za-z0-9._\-]+",
-         "${1}[REDACTED_HOME_PATH]", secret=False),
+         "${1}[REDACTED_HOME_PATH]", secret=False, needles=("/home/", "Users")),
 )
 
 #: Regex rules applied verbatim in both paths, in this order.
@@ -258,8 +265,10 @@ CHECKED_RULES: tuple[Rule, ...] = (
     Rule("SECRET",
          r"(?i)\b([A-Za-z_]*(?:token|api_?key|apikey|secret|secret_?key|passwd|password|pwd|access_?key|auth_?key"
          r"|client_?secret|credentials?)s?[\"']?)(\s*[:=]\s*[\"']?)([A-Za-z0-9_\-./+=~!#%^&*]{4,})",
-         check=_check_assignment, anchor=("token", "key", "secret", "passw", "pwd", "credential")),
-    Rule("IP", r"\b[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\b", secret=False, check=_check_ip),
+         check=_check_assignment, anchor=("token", "key", "secret", "passw", "pwd", "credential"),
+         needles=("token", "key", "secret", "passw", "pwd", "credential")),
+    Rule("IP", r"\b[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\b", secret=False, check=_check_ip,
+         prefilter=r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]"),
     Rule("HIGH_ENTROPY", r"[A-Za-z0-9+/]{32,}={0,2}", secret=False, check=_check_high_entropy),
 )
 
@@ -465,6 +474,7 @@ class People:
         self._map: dict[str, str] = {}
         self._next: Counter[str] = Counter()
         self._bare: dict[str, str] = {}
+        self._bare_todo: list[tuple[str, str]] = []  # decided when bare_logins is first read
         for login, role in participants:
             self.add(login, role)
 
@@ -481,8 +491,8 @@ class People:
         ph = f"{role}_{self._next[role]}"
         self._next[role] += 1
         self._map[key] = ph
-        if role != "user" and is_login_like(login):
-            self._bare[login] = ph
+        if role != "user":
+            self._bare_todo.append((login, ph))
         return ph
 
     def get(self, login: str | None) -> str | None:
@@ -490,6 +500,11 @@ class People:
 
     @property
     def bare_logins(self) -> Mapping[str, str]:
+        if self._bare_todo:
+            for login, ph in self._bare_todo:
+                if is_login_like(login):
+                    self._bare[login] = ph
+            self._bare_todo.clear()
         return self._bare
 
     @property
@@ -598,12 +613,15 @@ SKIP_KEYS = frozenset({
 })
 #: Keys whose value is a GitHub login.
 LOGIN_KEYS = frozenset({"author", "login"})
+#: Keys whose whole value is kept: detected framework versions (``{"cudnn": "8.9.2.26"}``) are versions by
+#: construction, not addresses or secrets.
+SKIP_TREES = frozenset({"framework_versions"})
 
 
 def redact_doc(doc: Any, people: People | None = None, counts: Counter[str] | None = None) -> Any:
     """Redact every free-text string in a JSON-like document (dicts, lists, scalars); returns a new one.
 
-    Strings under :data:`SKIP_KEYS` are kept; values under :data:`LOGIN_KEYS`
+    Strings under :data:`SKIP_KEYS` and everything under :data:`SKIP_TREES` are kept; values under :data:`LOGIN_KEYS`
     become placeholders (unknown logins join ``people`` as ``contributor``).
     """
     counts = Counter() if counts is None else counts
@@ -611,7 +629,7 @@ def redact_doc(doc: Any, people: People | None = None, counts: Counter[str] | No
 
     def walk(v: Any, key: str | None) -> Any:
         if isinstance(v, dict):
-            return {k: walk(x, k) for k, x in v.items()}
+            return {k: x if k in SKIP_TREES else walk(x, k) for k, x in v.items()}
         if isinstance(v, list):
             return [walk(x, key) for x in v]
         if isinstance(v, str):

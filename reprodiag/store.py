@@ -579,6 +579,30 @@ class Store:
                 n += 1
         return n
 
+    def put_scored_rows(self, rows: Iterable[tuple[str, str, bool, str | None, str | None, str]], *,
+                        replace_all: bool = False) -> int:
+        """Store scored documents given as ``(thread_id, repo, keep, drop_reason, split, doc JSON)``, streamed;
+        ``replace_all`` swaps the whole table atomically."""
+        n = 0
+        with self.transaction() as c:
+            if replace_all:
+                c.execute("DELETE FROM scored")
+            batch: list[tuple[Any, ...]] = []
+            for tid, repo, keep, reason, split, doc in rows:
+                batch.append((tid, repo, int(keep), reason, split, doc))
+                if len(batch) >= 1000:
+                    n += self._insert_scored(c, batch)
+            n += self._insert_scored(c, batch)
+        return n
+
+    @staticmethod
+    def _insert_scored(c: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> int:
+        c.executemany("INSERT OR REPLACE INTO scored(thread_id, repo, keep, drop_reason, split, doc) "
+                      "VALUES (?,?,?,?,?,?)", batch)
+        n = len(batch)
+        batch.clear()
+        return n
+
     def iter_scored(self, kept_only: bool = True) -> Iterator[Record]:
         sql = "SELECT doc FROM scored" + (" WHERE keep=1" if kept_only else "") + " ORDER BY thread_id"
         for (doc,) in self.query(sql):

@@ -165,18 +165,35 @@ def _candidate_pairs(sig: np.ndarray, eligible: np.ndarray) -> tuple[np.ndarray,
     return eligible[(pairs // n_el).astype(np.int64)], eligible[(pairs % n_el).astype(np.int64)]
 
 
+def signatures_and_tokens(texts: pl.Series | Sequence[str], *, num_perm: int = 64,
+                          seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(n, num_perm) uint32 MinHash signatures and the word count of each text.
+
+    A text's signature depends only on the text, ``num_perm`` and ``seed``, so signatures computed batch
+    by batch cluster exactly as if computed together (:func:`cluster_signatures`)."""
+    series = texts if isinstance(texts, pl.Series) else pl.Series("t", list(texts), dtype=pl.String)
+    sh_doc, sh_h, tokens = shingle_hashes(series, seed)
+    return _signatures(sh_doc, sh_h, len(series), num_perm, seed), tokens
+
+
 def near_duplicates(texts: pl.Series | Sequence[str], *, threshold: float = 0.8, num_perm: int = 64,
                     seed: int = 0) -> DedupResult:
     """Cluster near-duplicate texts; documents earlier in ``texts`` win their cluster."""
     series = texts if isinstance(texts, pl.Series) else pl.Series("t", list(texts), dtype=pl.String)
-    n = len(series)
+    if len(series) < 2:
+        return DedupResult(np.full(len(series), -1, dtype=np.int64), 0)
+    sig, tokens = signatures_and_tokens(series, num_perm=num_perm, seed=seed)
+    return cluster_signatures(sig, tokens, threshold=threshold)
+
+
+def cluster_signatures(sig: np.ndarray, tokens: np.ndarray, *, threshold: float = 0.8) -> DedupResult:
+    """Near-duplicate clusters of documents given by their signatures (rows of ``sig``, best first) and
+    word counts; documents earlier win their cluster."""
+    n, num_perm = sig.shape if sig.ndim == 2 else (len(sig), 0)
     dup = np.full(n, -1, dtype=np.int64)
     if n < 2:
         return DedupResult(dup, 0)
-    sh_doc, sh_h, tokens = shingle_hashes(series, seed)
-    sig = _signatures(sh_doc, sh_h, n, num_perm, seed)
-    del sh_doc, sh_h
-    eligible = np.flatnonzero(tokens >= MIN_TOKENS)
+    eligible = np.flatnonzero(np.asarray(tokens) >= MIN_TOKENS)
     if len(eligible) < 2:
         return DedupResult(dup, 0)
     ra, rb = _candidate_pairs(sig, eligible)

@@ -46,8 +46,6 @@ from reprodiag.redact import (
 ROLES4 = ("asker", "maintainer", "contributor", "bot")
 #: Logins the vectorized path handles; rows with another participant login run the Python path.
 SIMPLE_LOGIN_PATTERN = r"^[A-Za-z0-9_\-]+(?:\[bot\])?$"
-_PURE_ANY = "|".join(f"(?:{r.pattern})" for r in PURE_RULES)
-_CHECKED_ANY = "|".join(f"(?:{r.pattern})" for r in CHECKED_RULES)
 _WORD = r"[A-Za-z0-9_]"
 
 
@@ -117,31 +115,47 @@ def _matching(values: pl.Series, pattern: str, literal: bool = False) -> np.ndar
     return values.str.contains(pattern, literal=literal).fill_null(False).arg_true().to_numpy()
 
 
+#: Non-ASCII letters that case-insensitive regexes match as ASCII letters (İ ı → i, K → k, ſ → s): a cell
+#: holding one is a candidate of every ``(?i)`` rule whatever its needles.
+_FOLDS = ("\u0130", "\u0131", "\u212a", "\u017f")
+
+
+def _candidates(values: pl.Series, rule: Rule) -> np.ndarray:
+    """Positions of the cells ``rule`` may match: a cheap necessary test (needles, prefilter), never the
+    full pattern over every cell."""
+    if rule.needles:
+        needles = list(rule.needles) + (list(_FOLDS) if "(?i)" in rule.pattern else [])
+        hit = values.str.contains_any(needles, ascii_case_insensitive=True)
+    else:
+        hit = values.str.contains(rule.prefilter or rule.pattern)
+    return hit.fill_null(False).arg_true().to_numpy()
+
+
 def _apply_pure(cells: _Cells, counts: Counter[str]) -> None:
     for c in cells.cols:
-        idx = _matching(cells.values[c], _PURE_ANY)
-        if not len(idx):
-            continue
-        sub = cells.values[c].gather(idx)
-        for rule in PURE_RULES:
-            n = int(sub.str.count_matches(rule.pattern).sum() or 0)
-            if n:
-                counts[rule.kind] += n
-                sub = sub.str.replace_all(rule.pattern, rule.replacement)
-        cells.update(c, idx, sub)
+        for rule in PURE_RULES:  # in order: a rule sees the text the rules before it left
+            idx = _candidates(cells.values[c], rule)
+            if not len(idx):
+                continue
+            sub = cells.values[c].gather(idx)
+            n = sub.str.count_matches(rule.pattern).fill_null(0).to_numpy()
+            if not n.any():
+                continue
+            counts[rule.kind] += int(n.sum())
+            hit = np.flatnonzero(n)
+            cells.update(c, idx[hit], sub.gather(hit).str.replace_all(rule.pattern, rule.replacement))
 
 
 def _apply_checked(cells: _Cells, counts: Counter[str]) -> None:
     for c in cells.cols:
-        idx = _matching(cells.values[c], _CHECKED_ANY)
-        if not len(idx):
-            continue
-        sub = cells.values[c].gather(idx)
         for rule in CHECKED_RULES:  # in order; each rule only on the cells its regex matches
+            idx = _candidates(cells.values[c], rule)
+            if not len(idx):
+                continue
+            sub = cells.values[c].gather(idx)
             pos = _matching(sub, rule.pattern)
             if len(pos):
-                sub = sub.scatter(pos, _checked_distinct(rule, sub.gather(pos), counts))
-        cells.update(c, idx, sub)
+                cells.update(c, idx[pos], _checked_distinct(rule, sub.gather(pos), counts))
 
 
 def _checked_distinct(rule: Rule, values: pl.Series, counts: Counter[str]) -> pl.Series:
@@ -361,9 +375,28 @@ def _python_people(cells: _Cells, df: pl.DataFrame, rows: np.ndarray, counts: Co
 
 def redact_frame(df: pl.DataFrame, cols: Sequence[str]) -> tuple[pl.DataFrame, Counter[str]]:
     """Redact ``cols`` of ``df`` (and replace participant logins in them); returns the frame and counts per kind."""
-    counts: Counter[str] = Counter()
     cols = [c for c in cols if c in df.columns]
     cells = _Cells(df, cols)
+    counts = _redact(cells, df)
+    return cells.frame(), counts
+
+
+def redact_strings(texts: pl.Series, rows: np.ndarray, participants: pl.Series) -> tuple[pl.Series, Counter[str]]:
+    """Redact many strings per row given flat: ``texts[k]`` belongs to row ``rows[k]`` (non-decreasing; a row's
+    strings in reading order, which numbers unknown ``@mentions``); ``participants``: one list of
+    ``{login, role}`` per row. Returns the redacted strings (same positions) and counts per kind."""
+    df = pl.DataFrame({"participants": participants})
+    cells = _Cells(df, ())
+    cells.cols = ["texts"]
+    cells.values["texts"] = texts.cast(pl.String)
+    cells.rows["texts"] = np.asarray(rows)
+    cells.changed_rows["texts"] = []
+    counts = _redact(cells, df)
+    return cells.values["texts"], counts
+
+
+def _redact(cells: _Cells, df: pl.DataFrame) -> Counter[str]:
+    counts: Counter[str] = Counter()
     _apply_pure(cells, counts)
     _apply_checked(cells, counts)
     parts, fallback = _participants(df)
@@ -371,4 +404,4 @@ def redact_frame(df: pl.DataFrame, cols: Sequence[str]) -> tuple[pl.DataFrame, C
     _mentions(cells, parts, fb, counts)
     _bare(cells, parts, counts)
     _python_people(cells, df, fallback, counts)
-    return cells.frame(), counts
+    return counts

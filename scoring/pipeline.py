@@ -1,40 +1,58 @@
-"""``reprodiag score``: quality score, temporal tags, dedup, splits and redaction of records.
+"""``reprodiag score``: quality score, temporal tags, dedup, splits and redaction of records, streamed.
 
-:func:`score_batch` is the pure batch function (records in, scored records
-out); :func:`run_score` is the thin I/O edge (workspace or JSONL/Parquet files).
+One implementation for files and the workspace, in two passes:
 
-Order inside a batch: temporal tag and quality on the raw text (version
-strings must be read before redaction) → near-duplicate removal among the
-records still kept (best quality first, then oldest, then thread id, wins) →
-repository-level splits of the kept records (dropped records get no split) →
-full redaction of every record (:func:`reprodiag.redact.redact_record`).
-Every record comes out (kept or dropped with ``quality.drop_reason``).
+1. **Batches** of :data:`BATCH` input items are read, validated (a bad item
+   becomes a :class:`Reject` with its reason; a repeated ``thread_id`` keeps its
+   first occurrence) and handed to the pure batch function
+   :func:`scoring.batch.score_records` (quality, temporal tag and versions on
+   the raw text, redaction of every free-text string, MinHash signature of the
+   kept records). Each finished batch is committed to the stage
+   (:mod:`scoring.stage`), so a killed run resumes without scoring it again.
+2. **The corpus-level pass** reads only the light columns of every row:
+   near-duplicates among the kept records (best quality first, then oldest,
+   then thread id, wins; signatures from any batch are compared), then
+   repository-level splits of the records still kept (dropped records get
+   no split). The result is streamed out: ``--output`` JSONL in input order,
+   and/or the workspace's ``scored`` table replaced in one transaction.
+
+Memory is bounded by one batch plus the light columns (about 0.4 KB per
+record, the 64-entry signature included). Every record comes out (kept, or
+dropped with ``quality.drop_reason``).
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
 
+import numpy as np
 import polars as pl
+from pydantic import ValidationError
 
 from reprodiag.errors import UserError
-from reprodiag.exporting import read_parquet_docs
-from reprodiag.redact import RedactionCounts, redact_record_doc
+from reprodiag.redact import RedactionCounts
 from reprodiag.schema import Record, SchemaError, StageReport, parse_record
 from reprodiag.store import Store
+from scoring.batch import final_doc, score_records
 from scoring.config import ScoreConfig
-from scoring.quality import DROP_ORDER, quality
-from scoring.splits import SPLITS, assign_splits
-from scoring.temporal import temporal_tag
-from scoring.vectorized import created_key, dedup_frame
+from scoring.dedup import cluster_signatures
+from scoring.quality import DROP_ORDER
+from scoring.splits import SPLITS, assign_repo_splits
+from scoring.stage import BatchMeta, ScoreStage, batch_key
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Records per batch (the unit of memory, of resumption and of a Ray block).
+BATCH = 2_000
+#: Bumped when the per-record rules change, so a stage left by an older version is not reused.
+SCORE_VERSION = "3"
+STAGE_NAME = "score-stage.sqlite"
+_DUPLICATE_ID = "duplicate thread_id (first occurrence kept)"
 
 
 @dataclass(frozen=True)
@@ -53,76 +71,235 @@ class ScoreResult:
     redaction: RedactionCounts
 
 
-def _dedup_columns(records: list[Record]) -> pl.DataFrame:
-    return pl.DataFrame({
-        "thread_id": [r.thread_id for r in records], "keep": [r.quality.keep for r in records],
-        "score": [r.quality.score for r in records], "created_at": [created_key(r) for r in records],
-        "problem_statement": [r.problem_statement for r in records],
-        "metric": [r.symptom.metric for r in records], "paper_value": [r.symptom.paper_value for r in records],
-        "obtained_value": [r.symptom.obtained_value for r in records],
-    }, schema={"thread_id": pl.String, "keep": pl.Boolean, "score": pl.Int64, "created_at": pl.String,
-               "problem_statement": pl.String, "metric": pl.String, "paper_value": pl.Float64,
-               "obtained_value": pl.Float64})
+@dataclass(frozen=True)
+class _Item:
+    """One input item: its line (file mode), its id when the source knows it, and its bytes (None: unreadable,
+    with ``error`` saying why)."""
+
+    line: int | None
+    thread_id: str | None
+    raw: bytes | None
+    error: str | None = None
 
 
-def score_batch(records: list[Record], config: ScoreConfig) -> ScoreResult:
-    """Score, tag, dedupe, split and redact ``records`` (see module docstring)."""
-    scored: list[Record] = []
+# --------------------------------------------------------------------------- sources
+
+
+def _file_items(path: Path) -> Iterator[_Item]:
+    if path.is_dir():
+        raise UserError(f"--input {path} is a directory, expected a records JSONL file")
+    if path.suffix == ".parquet":
+        yield from _parquet_items(path)
+        return
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise UserError(f"cannot read --input {path}: {exc.strerror or exc}") from None
+    with fh:
+        try:
+            for n, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                if len(raw) > MAX_LINE_BYTES:
+                    yield _Item(n, None, None, f"line longer than {MAX_LINE_BYTES} bytes")
+                else:
+                    yield _Item(n, None, raw.rstrip(b"\r\n"))
+        except OSError as exc:
+            raise UserError(f"cannot read --input {path}: {exc.strerror or exc}") from None
+
+
+def _parquet_items(path: Path) -> Iterator[_Item]:
+    import polars as pl
+
+    from reprodiag.exporting import from_parquet_doc
+
+    if not path.exists():
+        raise UserError(f"cannot read --input {path}: no such file")
+    try:
+        lf = pl.scan_parquet(path)
+        total = lf.select(pl.len()).collect().item()
+    except Exception as exc:  # noqa: BLE001 - polars raises many types for a bad file
+        raise UserError(f"cannot read {path} as Parquet: {type(exc).__name__}") from None
+    n = 0
+    for start in range(0, total, BATCH):
+        for row in lf.slice(start, BATCH).collect().to_dicts():
+            n += 1
+            yield _Item(n, None, json.dumps(from_parquet_doc(row), ensure_ascii=False).encode())
+
+
+def _store_items(store: Store, page: int = BATCH) -> Iterator[_Item]:
+    """The workspace's records in thread-id order, read page by page (keyset), never all at once."""
+    last = ""
+    while True:
+        rows = store.query("SELECT thread_id, doc FROM records WHERE thread_id > ? ORDER BY thread_id LIMIT ?",
+                           (last, page))
+        for tid, doc in rows:
+            yield _Item(None, tid, doc.encode())
+        if len(rows) < page:
+            return
+        last = rows[-1][0]
+
+
+def _records_items(records: Iterable[Record]) -> Iterator[_Item]:
     for r in records:
-        tag = temporal_tag(r, config.tier_weights)
-        scored.append(r.model_copy(update={"temporal_tag": tag, "quality": quality(r, tag.tier, config),
-                                           "duplicate_of": None, "split": None}))
+        yield _Item(None, None, r.model_dump_json().encode())
 
+
+def _batches(items: Iterable[_Item], size: int) -> Iterator[list[_Item]]:
+    batch: list[_Item] = []
+    for it in items:
+        batch.append(it)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _parse(it: _Item) -> Record | Reject:
+    if it.raw is None:
+        return Reject(it.line, it.thread_id, it.error or "unreadable")
+    try:
+        return Record.model_validate_json(it.raw)
+    except ValidationError:
+        pass  # the slow path names the problem exactly as the contract's parser does
+    try:
+        doc = json.loads(it.raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return Reject(it.line, it.thread_id, "line is not valid UTF-8")
+    except (json.JSONDecodeError, RecursionError) as exc:
+        if it.line is None:
+            return Reject(None, it.thread_id, "malformed JSON in workspace records table")
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        return Reject(it.line, it.thread_id, f"malformed JSON: {msg}")
+    tid = doc.get("thread_id") if isinstance(doc, dict) and isinstance(doc.get("thread_id"), str) else None
+    try:
+        return parse_record(doc)
+    except SchemaError as exc:
+        return Reject(it.line, it.thread_id or tid, str(exc))
+    except (ValueError, TypeError, RecursionError) as exc:  # pragma: no cover - defensive
+        return Reject(it.line, it.thread_id or tid, f"invalid record: {type(exc).__name__}")
+
+
+def _settings_key(config: ScoreConfig) -> str:
+    """What a batch's result depends on besides its input (not the corpus-level split settings)."""
+    per_record = config.model_dump(mode="json", include={"threshold", "valuable_min_depth", "tier_weights",
+                                                         "num_perm", "seed", "dedup"})
+    return f"{SCORE_VERSION}|{json.dumps(per_record, sort_keys=True)}"
+
+
+def _score_pass(items: Iterable[_Item], stage: ScoreStage, config: ScoreConfig,
+                batch_size: int) -> tuple[list[Reject], Counter[str], int]:
+    """Pass 1 over ``items``; returns the rejects, redaction counts and how many batches were reused."""
+    skey = _settings_key(config)
+    seen: set[str] = set()
+    rejects: list[Reject] = []
+    counts: Counter[str] = Counter()
+    reused = 0
+    for batch in _batches(items, batch_size):
+        key = batch_key(skey, [it.raw if it.raw is not None else (it.error or "").encode() for it in batch])
+        meta = stage.reuse(key, seen)
+        if meta is None:
+            records: list[Record] = []
+            bad: list[Reject] = []
+            before: list[str] = []
+            in_batch: set[str] = set()
+            for it in batch:
+                got = _parse(it)
+                if isinstance(got, Reject):
+                    bad.append(got)
+                elif got.thread_id in seen or got.thread_id in in_batch:
+                    bad.append(Reject(it.line, got.thread_id, _DUPLICATE_ID))
+                    if got.thread_id in seen:
+                        before.append(got.thread_id)
+                else:
+                    in_batch.add(got.thread_id)
+                    records.append(got)
+            scored = score_records(records, config)
+            meta = BatchMeta(tuple((b.line, b.thread_id, b.reason) for b in bad), tuple(before), scored.redactions)
+            stage.put(key, scored, meta)
+            seen.update(in_batch)
+        else:
+            reused += 1
+        rejects.extend(Reject(*r) for r in meta.rejects)
+        counts.update(meta.redactions)
+    return rejects, counts, reused
+
+
+# --------------------------------------------------------------------------- corpus-level pass
+
+
+@dataclass(frozen=True)
+class _Decisions:
+    keep: np.ndarray
+    drop_reason: list[str | None]
+    duplicate_of: list[str | None]
+    split: list[str | None]
+    clusters: int
+    notes: list[str]
+
+
+def _decide(light: pl.DataFrame, config: ScoreConfig) -> _Decisions:
+    n = light.height
+    keep = light["keep"].to_numpy().copy()
+    reason = light["drop_reason"].to_list()
+    ids = light["thread_id"].to_list()
+    dup_of: list[str | None] = [None] * n
     clusters = 0
-    dedup_notes: list[str] = []
-    if config.dedup:
-        result = dedup_frame(_dedup_columns(scored), config)
+    notes: list[str] = []
+    if config.dedup and int(keep.sum()) >= 2:
+        kept = (light.with_row_index("i").filter(pl.col("keep"))
+                .sort(["score", "created", "thread_id"], descending=[True, False, False]))
+        order = kept["i"].to_numpy().astype(np.int64)
+        sig = np.frombuffer(b"".join(kept["signature"].to_list()), dtype="<u4").reshape(len(order), -1)
+        result = cluster_signatures(sig.astype(np.uint32), kept["tokens"].to_numpy(),
+                                    threshold=config.dedup_threshold)
         clusters = result.clusters
         members: dict[str, list[str]] = {}
-        for i, keep_i in enumerate(result.duplicate_of.tolist()):
-            if keep_i < 0:
-                continue
-            winner = scored[keep_i].thread_id
-            q = scored[i].quality.model_copy(update={"keep": False, "drop_reason": "near_duplicate"})
-            scored[i] = scored[i].model_copy(update={"quality": q, "duplicate_of": winner})
-            members.setdefault(winner, []).append(scored[i].thread_id)
+        for j in np.flatnonzero(result.duplicate_of >= 0).tolist():
+            i, w = int(order[j]), int(order[int(result.duplicate_of[j])])
+            keep[i] = False
+            reason[i] = "near_duplicate"
+            dup_of[i] = ids[w]
+            members.setdefault(ids[w], []).append(ids[i])
         for winner, dups in sorted(members.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:5]:
-            dedup_notes.append(f"duplicate cluster: kept {winner}, dropped {', '.join(sorted(dups)[:5])}"
-                               + (f" (+{len(dups) - 5} more)" if len(dups) > 5 else ""))
-
-    kept_pos = [i for i, r in enumerate(scored) if r.quality.keep]
-    split_records = assign_splits([scored[i] for i in kept_pos], config.seed, config.ratios,
-                                  config.holdout_repos, config.split_date)
-    for i, r in zip(kept_pos, split_records, strict=True):
-        scored[i] = r
-
-    counts: Counter[str] = Counter()
-    out: list[Record] = []
-    for r in scored:
-        out.append(parse_record(redact_record_doc(r.model_dump(mode="json"), counts)))
-    redaction = RedactionCounts.of(counts)
-    report = _report(out, clusters, redaction, config)
-    report.notes.extend(dedup_notes)
-    return ScoreResult(tuple(out), report, redaction)
-
-
-def _is_resolved(r: Record) -> bool:
-    return r.resolution_type == "resolved" or r.is_resolved
+            notes.append(f"duplicate cluster: kept {winner}, dropped {', '.join(sorted(dups)[:5])}"
+                         + (f" (+{len(dups) - 5} more)" if len(dups) > 5 else ""))
+    split: list[str | None] = [None] * n
+    kept_rows = np.flatnonzero(keep).tolist()
+    repos = light["repo"].to_list()
+    if config.split_date is not None:
+        cut = config.split_date.timestamp()
+        ts = light["created_ts"].to_list()
+        for i in kept_rows:
+            split[i] = ("train" if repos[i] not in config.holdout_repos and ts[i] is not None and ts[i] < cut
+                        else "test")
+    else:
+        types = light["error_type"].to_list()
+        mapping = assign_repo_splits(((repos[i], types[i]) for i in kept_rows), config.seed, config.ratios,
+                                     config.holdout_repos)
+        for i in kept_rows:
+            split[i] = mapping[repos[i]]
+    return _Decisions(keep, reason, dup_of, split, clusters, notes)
 
 
-def _report(records: list[Record], clusters: int, redaction: RedactionCounts, config: ScoreConfig) -> StageReport:
+def _report(light: pl.DataFrame, d: _Decisions, redaction: RedactionCounts, config: ScoreConfig) -> StageReport:
     c: Counter[str] = Counter()
-    c["records"] = len(records)
-    for r in records:
-        c[f"tier_{r.temporal_tag.tier}"] += 1
-        if r.quality.keep:
+    c["records"] = light.height
+    c.update(f"tier_{t}" for t in light["tier"].to_list())
+    resolved = light["resolved"].to_list()
+    for i in range(light.height):
+        if d.keep[i]:
             c["kept"] += 1
-            c["kept_resolved" if _is_resolved(r) else "kept_unresolved"] += 1
-            c[f"split_{r.split}"] += 1
+            c["kept_resolved" if resolved[i] else "kept_unresolved"] += 1
+            c[f"split_{d.split[i]}"] += 1
         else:
             c["dropped"] += 1
-            c[f"dropped_{r.quality.drop_reason}"] += 1
-    c["duplicate_clusters"] = clusters
+            c[f"dropped_{d.drop_reason[i]}"] += 1
+    c["duplicate_clusters"] = d.clusters
     counts = {k: c[k] for k in ("records", "kept", "dropped")}
     counts.update({f"dropped_{k}": c[f"dropped_{k}"] for k in DROP_ORDER if c[f"dropped_{k}"]})
     counts.update({k: c[k] for k in ("tier_current", "tier_historical", "tier_filtered", "kept_resolved",
@@ -140,101 +317,63 @@ def _report(records: list[Record], clusters: int, redaction: RedactionCounts, co
                      + ("on target" if abs(share - target) <= 0.1 else
                         "more unresolved than targeted" if share < target else "fewer unresolved than targeted")
                      + ")")
-    weight = sum(r.temporal_tag.weight for r in records if r.quality.keep)
+    weights = light["weight"].to_numpy()
+    weight = float(sum(w for w, k in zip(weights.tolist(), d.keep.tolist(), strict=True) if k))
     notes.append(f"training weight of kept records: {weight:.1f}")
+    notes.extend(d.notes)
     return StageReport(stage="score", counts=counts, notes=notes)
+
+
+def _final_rows(stage: ScoreStage, light: pl.DataFrame, d: _Decisions) -> Iterator[
+        tuple[str, str, bool, str | None, str | None, str]]:
+    """(thread_id, repo, keep, drop_reason, split, doc) of every record, in input order."""
+    ids, repos = light["thread_id"].to_list(), light["repo"].to_list()
+    for i, pieces in enumerate(stage.docs()):
+        keep = bool(d.keep[i])
+        yield (ids[i], repos[i], keep, d.drop_reason[i], d.split[i],
+               final_doc(pieces, keep=keep, drop_reason=d.drop_reason[i], duplicate_of=d.duplicate_of[i],
+                         split=d.split[i]))
+
+
+@dataclass(frozen=True)
+class _Scored:
+    rejects: list[Reject]
+    redaction: RedactionCounts
+    light: pl.DataFrame
+    decisions: _Decisions
+    report: StageReport
+    reused: int
+
+
+def _score_into(items: Iterable[_Item], stage: ScoreStage, config: ScoreConfig,
+                batch_size: int = BATCH) -> _Scored:
+    bad, counts, reused = _score_pass(items, stage, config, batch_size)
+    light = stage.light()
+    decisions = _decide(light, config)
+    redaction = RedactionCounts.of(counts)
+    return _Scored(bad, redaction, light, decisions, _report(light, decisions, redaction, config), reused)
+
+
+def score_batch(records: Sequence[Record], config: ScoreConfig) -> ScoreResult:
+    """Score an in-memory list of records (the same two passes, with the stage in memory)."""
+    stage = ScoreStage(None, _settings_key(config))
+    try:
+        got = _score_into(_records_items(records), stage, config)
+        out = tuple(Record.model_validate_json(doc) for *_, doc in _final_rows(stage, got.light, got.decisions))
+    finally:
+        stage.close()
+    return ScoreResult(out, got.report, got.redaction)
 
 
 # --------------------------------------------------------------------------- I/O edge
 
 
-def _read_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        raise UserError(f"cannot read --input {path}: {exc.strerror or exc}") from None
-    with fh:
-        try:
-            yield from enumerate(fh, start=1)
-        except OSError as exc:
-            raise UserError(f"cannot read --input {path}: {exc.strerror or exc}") from None
-
-
-def _parse_doc(doc: Any, line: int | None) -> Record | Reject:
-    tid = doc.get("thread_id") if isinstance(doc, dict) and isinstance(doc.get("thread_id"), str) else None
-    try:
-        return parse_record(doc)
-    except SchemaError as exc:
-        return Reject(line, tid, str(exc))
-    except (ValueError, TypeError, RecursionError) as exc:  # pragma: no cover - defensive
-        return Reject(line, tid, f"invalid record: {type(exc).__name__}")
-
-
-def read_records_file(path: Path) -> tuple[list[Record], list[Reject]]:
-    """Records of a JSONL (or ``.parquet``) file; bad lines become :class:`Reject`s, never exceptions."""
-    if path.is_dir():
-        raise UserError(f"--input {path} is a directory, expected a records JSONL file")
-    items: list[tuple[int | None, Record | Reject]] = []
-    if path.suffix == ".parquet":
-        if not path.exists():
-            raise UserError(f"cannot read --input {path}: no such file")
-        rows = read_parquet_docs(path)
-        items = [(n, _parse_doc(d, n)) for n, d in enumerate(rows, start=1)]
-    else:
-        for n, raw in _read_lines(path):
-            if not raw.strip():
-                continue
-            if len(raw) > MAX_LINE_BYTES:
-                items.append((n, Reject(n, None, f"line longer than {MAX_LINE_BYTES} bytes")))
-                continue
-            try:
-                doc = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                items.append((n, Reject(n, None, "line is not valid UTF-8")))
-                continue
-            except (json.JSONDecodeError, RecursionError) as exc:
-                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-                items.append((n, Reject(n, None, f"malformed JSON: {msg}")))
-                continue
-            items.append((n, _parse_doc(doc, n)))
-    return _dedupe_ids(items)
-
-
-def _dedupe_ids(items: Iterable[tuple[int | None, Record | Reject]]) -> tuple[list[Record], list[Reject]]:
-    records: list[Record] = []
-    rejects: list[Reject] = []
-    seen: set[str] = set()
-    for n, it in items:
-        if isinstance(it, Reject):
-            rejects.append(it)
-        elif it.thread_id in seen:
-            rejects.append(Reject(n, it.thread_id, "duplicate thread_id (first occurrence kept)"))
-        else:
-            seen.add(it.thread_id)
-            records.append(it)
-    return records, rejects
-
-
-def read_records_store(store: Store) -> tuple[list[Record], list[Reject]]:
-    rows = store.query("SELECT thread_id, doc FROM records ORDER BY thread_id")
-    items: list[tuple[int | None, Record | Reject]] = []
-    for tid, doc in rows:
-        try:
-            obj = json.loads(doc)
-        except (json.JSONDecodeError, RecursionError):
-            items.append((None, Reject(None, tid, "malformed JSON in workspace records table")))
-            continue
-        item = _parse_doc(obj, None)
-        items.append((None, Reject(None, tid, item.reason) if isinstance(item, Reject) else item))
-    return _dedupe_ids(items)
-
-
-def _write_jsonl(path: Path, docs: Iterable[dict[str, Any]], what: str) -> None:
+def _write_jsonl(path: Path, lines: Iterable[str], what: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
         with tmp.open("w", encoding="utf-8") as fh:
-            for d in docs:
-                fh.write(json.dumps(d, ensure_ascii=False, separators=(",", ":")) + "\n")
+            for line in lines:
+                fh.write(line + "\n")
         tmp.replace(path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -267,22 +406,34 @@ def _holdout(repos: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def _stage_path(store: Store | None, output: Path | None) -> Path | None:
+    if store is not None:
+        return store.root / STAGE_NAME
+    if output is not None:
+        return Path(output).with_name(f".{Path(output).name}.{STAGE_NAME}")
+    return None
+
+
 def run_score(store: Store | None, *, input: Path | None, output: Path | None, threshold: int = 4,
               rejects: Path | None = None, seed: int = 0, config: ScoreConfig | None = None,
               split_date: str | date | datetime | None = None,
-              holdout_repos: Iterable[str] = ()) -> StageReport:
+              holdout_repos: Iterable[str] = (), batch_size: int = BATCH) -> StageReport:
     """Score the workspace records (``store``) or ``input`` (JSONL/Parquet) into the store and/or ``output``.
 
     Workspace mode (``input`` is None) replaces the ``scored`` table and this
     stage's rejects in one transaction, so a killed run leaves the previous
-    result and a rerun gives the same result. File mode (``input`` given) is
-    pure: ``store`` is ignored, nothing is read from or written to it.
-    ``output``: JSONL of every scored record (kept and dropped). ``rejects``:
-    JSONL ``{line, thread_id, reason}``. ``split_date`` (``YYYY-MM-DD``,
-    UTC): time-based split (train before, test from that day on);
-    ``holdout_repos``: repositories whose records all go to test. Both are
-    ignored when ``config`` is given.
+    result, and the rerun reuses the batches the killed run finished. File
+    mode (``input`` given) does not touch the workspace; its stage file sits
+    beside ``output`` (in a temporary directory without one). ``output``:
+    JSONL of every scored record (kept and dropped), in input order.
+    ``rejects``: JSONL ``{line, thread_id, reason}``. ``split_date``
+    (``YYYY-MM-DD``, UTC): time-based split (train before, test from that day
+    on); ``holdout_repos``: repositories whose records all go to test. Both
+    are ignored when ``config`` is given. ``batch_size``: records per batch (memory, and the unit a killed
+    run resumes from; the result does not depend on it).
     """
+    if batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {batch_size}")
     if config is None:
         cut = parse_split_date(split_date)
         holdout = _holdout(holdout_repos)
@@ -298,25 +449,39 @@ def run_score(store: Store | None, *, input: Path | None, output: Path | None, t
         "threshold": config.threshold, "seed": config.seed,
         "split_date": config.split_date.date().isoformat() if config.split_date else None,
         "holdout_repos": sorted(config.holdout_repos)}) if store is not None else None
+    tmpdir = None
     try:
-        records, bad = read_records_file(Path(input)) if input is not None else read_records_store(store)
-        result = score_batch(records, config)
+        path = _stage_path(store, output)
+        if path is None:
+            tmpdir = tempfile.TemporaryDirectory(prefix="reprodiag-score-")
+            path = Path(tmpdir.name) / STAGE_NAME
+        stage = ScoreStage(path, _settings_key(config))
+        items = (_file_items(Path(input)) if input is not None
+                 else _store_items(store, batch_size))  # type: ignore[arg-type]
+        got = _score_into(items, stage, config, batch_size)
+        bad, report, reused = got.rejects, got.report, got.reused
         if output is not None:
-            _write_jsonl(Path(output), (r.model_dump(mode="json") for r in result.records), "--output")
+            _write_jsonl(Path(output), (doc for *_, doc in _final_rows(stage, got.light, got.decisions)),
+                         "--output")
         if rejects is not None:
-            _write_jsonl(Path(rejects), ({"line": b.line, "thread_id": b.thread_id, "reason": b.reason}
-                                         for b in bad), "--rejects")
+            _write_jsonl(Path(rejects), (json.dumps({"line": b.line, "thread_id": b.thread_id, "reason": b.reason},
+                                                    ensure_ascii=False, separators=(",", ":")) for b in bad), "--rejects")
         if store is not None:
             with store.transaction() as c:
                 c.execute("DELETE FROM rejects WHERE stage='score'")
                 store.put_rejects("score", [(b.thread_id or f"line:{b.line}", b.reason) for b in bad])
-                store.put_scored(result.records, replace_all=True)
+                store.put_scored_rows(_final_rows(stage, got.light, got.decisions), replace_all=True)
+        stage.remove()
     except BaseException:
         if store is not None and run_id is not None:
             store.finish_run(run_id, {}, status="failed")
         raise
-    report = result.report
+    finally:
+        if tmpdir is not None:
+            tmpdir.cleanup()
     report.counts["rejects"] = len(bad)
+    if reused:
+        report.notes.append(f"{reused} batch(es) finished by an earlier, interrupted run were reused")
     if output is not None:
         report.outputs["scored"] = str(output)
     if rejects is not None:

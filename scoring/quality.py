@@ -1,4 +1,5 @@
-"""Quality score and keep/drop decision of one record (SPEC.md "Record and quality score").
+"""The quality score and keep/drop rules (SPEC.md "Record and quality score"), applied by
+:func:`scoring.vectorized.score_frame`.
 
 Score components (points; the sum is 0–8):
 
@@ -27,11 +28,6 @@ because they teach a model to recognise hard problems and when to ask.
 
 from __future__ import annotations
 
-import re
-
-from reprodiag.schema import Quality, Record
-from scoring.config import ScoreConfig
-
 POINTS = {"resolved": 3, "code": 2, "comments": 1, "engagement": 1, "quantified_gap": 1}
 MIN_COMMENTS = 3
 MIN_REACTIONS = 5
@@ -59,55 +55,5 @@ ENV_PATTERN = (
     r"|\bdll load failed\b|\bfailed to (?:install|build|compile)\b|\binstallation (?:fails|failed|error)\b"
     r"|\bcompil(?:e|ation) (?:error|fails|failed)\b|\blibcu[a-z]*\.so)"
 )
-FEATURE_LABEL_RE = re.compile(FEATURE_LABEL_PATTERN)
-ENV_LABEL_RE = re.compile(ENV_LABEL_PATTERN)
-FEATURE_RE = re.compile(FEATURE_PATTERN)
-ENV_RE = re.compile(ENV_PATTERN)
 FEATURE_TYPES = ("other",)
 ENV_TYPES = ("other", "framework_version")
-
-
-def components(record: Record) -> dict[str, int]:
-    """Points per component (all keys present; 0 when not earned)."""
-    s = record.stats
-    earned = {
-        "resolved": (record.is_resolved and s.state == "closed") or s.has_answer,
-        "code": record.has_code_snippet,
-        "comments": s.comments >= MIN_COMMENTS,
-        "engagement": s.reactions >= MIN_REACTIONS or s.referenced,
-        "quantified_gap": record.symptom.paper_value is not None and record.symptom.obtained_value is not None,
-    }
-    return {k: POINTS[k] if v else 0 for k, v in earned.items()}
-
-
-def drop_reason(record: Record, score: int, tier: str, config: ScoreConfig) -> str | None:
-    """The first applicable reason of :data:`DROP_ORDER` (without ``near_duplicate``), or None to keep."""
-    s = record.stats
-    if not record.is_reproduction:
-        return "not_reproduction"
-    if s.bot_only:
-        return "bot_only"
-    if s.comments == 0:
-        return "no_replies"
-    labels = "\n".join(s.labels)
-    quantified = record.symptom.paper_value is not None and record.symptom.obtained_value is not None
-    text = record.problem_statement
-    if FEATURE_LABEL_RE.search(labels) or (
-            record.error_type in FEATURE_TYPES and not quantified and FEATURE_RE.search(text)):
-        return "feature_request"
-    if ENV_LABEL_RE.search(labels) or (
-            record.error_type in ENV_TYPES and not quantified and ENV_RE.search(text)):
-        return "environment_setup"
-    if tier == "filtered":
-        return "temporal_filtered"
-    if score < config.threshold and not (
-            record.resolution_type == "unresolved_valuable" and record.diagnostic_depth >= config.valuable_min_depth):
-        return "low_quality"
-    return None
-
-
-def quality(record: Record, tier: str, config: ScoreConfig) -> Quality:
-    comps = components(record)
-    score = sum(comps.values())
-    reason = drop_reason(record, score, tier, config)
-    return Quality(score=score, components=comps, keep=reason is None, drop_reason=reason)

@@ -1,14 +1,13 @@
-"""Vectorized scoring over a flat polars table: the path for millions of records.
+"""Scoring over a flat polars table of records (:func:`records_to_frame`): the only scoring path.
 
-It applies the same rules as the per-record path — the constants and regexes
-of :mod:`scoring.quality`, :mod:`scoring.temporal` and :mod:`reprodiag.redact`
-are the single source of truth — and gives identical results
-(``tests/scoring/test_vectorized.py`` checks this on a sample):
+It applies the rules whose constants and patterns live in :mod:`scoring.quality`,
+:mod:`scoring.temporal` and :mod:`reprodiag.redact` (the redaction matches the
+Python redactor used for exports; ``tests/scoring/test_vectorized.py`` checks it):
 
 * quality components, score, drop reason and keep (:func:`score_frame`);
 * temporal tier, weight and detected versions (:func:`versions_frame`: one
   ``str.extract_all`` pass for all frameworks; each distinct match parsed once);
-* near-duplicates (:func:`dedup_frame`, also what :func:`scoring.pipeline.score_batch` calls);
+* the text compared for near-duplicates (:func:`dedup_text_expr`; the clustering is :mod:`scoring.dedup`);
 * redaction (:func:`redact_frame`, see :mod:`scoring.frame_redact`).
 
 Flat table columns (:data:`FRAME_SCHEMA`): one row per record; ``labels`` is
@@ -20,16 +19,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from reprodiag.schema import Record
 from scoring import frame_redact
 from scoring.config import ScoreConfig
-from scoring.dedup import near_duplicates
 from scoring.quality import (
     ENV_LABEL_PATTERN,
     ENV_PATTERN,
@@ -66,25 +64,59 @@ FRAME_SCHEMA: dict[str, Any] = {
 REDACT_COLUMNS = ("problem_statement", "hypotheses", "root_cause", "resolution", "environment", "tried")
 
 
+def _list_series(lengths: list[int], values: pa.Array) -> pl.Series:
+    """A list column from flat values and per-row lengths (built by Arrow: no per-row Python objects)."""
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int32))
+    return pl.from_arrow(pa.ListArray.from_arrays(offsets, values))  # type: ignore[return-value]
+
+
 def records_to_frame(records: Sequence[Record]) -> pl.DataFrame:
-    rows = []
+    """The flat scoring table (:data:`scoring.vectorized.FRAME_SCHEMA`) of a batch."""
+    scalar = [k for k in FRAME_SCHEMA if k not in ("hypotheses", "participants")]
+    cols: dict[str, list[Any]] = {k: [] for k in scalar}
+    hyp: list[str] = []
+    hyp_n: list[int] = []
+    logins: list[str] = []
+    roles: list[str] = []
+    part_n: list[int] = []
     for r in records:
-        s = r.stats
-        rows.append({
-            "thread_id": r.thread_id, "repo": r.repo, "is_reproduction": r.is_reproduction,
-            "error_type": r.error_type, "problem_statement": r.problem_statement, "environment": r.environment,
-            "tried": r.tried, "root_cause": r.root_cause, "resolution": r.resolution,
-            "hypotheses": [h.text for h in r.hypothesis_chain], "is_resolved": r.is_resolved,
-            "resolution_type": r.resolution_type, "diagnostic_depth": r.diagnostic_depth,
-            "has_code_snippet": r.has_code_snippet, "paper_value": r.symptom.paper_value,
-            "obtained_value": r.symptom.obtained_value, "state": s.state, "comments": s.comments,
-            "reactions": s.reactions, "referenced": s.referenced, "bot_only": s.bot_only,
-            "has_answer": s.has_answer, "labels": "\n".join(s.labels),
-            "created_year": s.created_at.year if s.created_at else r.temporal_tag.created_year,
-            "participants": [{"login": p.login, "role": p.role} for p in s.participants],
-            "metric": r.symptom.metric, "created_at": created_key(r),
-        })
-    return pl.DataFrame(rows, schema=FRAME_SCHEMA)
+        s, sym = r.stats, r.symptom
+        cols["thread_id"].append(r.thread_id)
+        cols["repo"].append(r.repo)
+        cols["is_reproduction"].append(r.is_reproduction)
+        cols["error_type"].append(r.error_type)
+        cols["problem_statement"].append(r.problem_statement)
+        cols["environment"].append(r.environment)
+        cols["tried"].append(r.tried)
+        cols["root_cause"].append(r.root_cause)
+        cols["resolution"].append(r.resolution)
+        hyp.extend(h.text for h in r.hypothesis_chain)
+        hyp_n.append(len(r.hypothesis_chain))
+        cols["is_resolved"].append(r.is_resolved)
+        cols["resolution_type"].append(r.resolution_type)
+        cols["diagnostic_depth"].append(r.diagnostic_depth)
+        cols["has_code_snippet"].append(r.has_code_snippet)
+        cols["paper_value"].append(sym.paper_value)
+        cols["obtained_value"].append(sym.obtained_value)
+        cols["state"].append(s.state)
+        cols["comments"].append(s.comments)
+        cols["reactions"].append(s.reactions)
+        cols["referenced"].append(s.referenced)
+        cols["bot_only"].append(s.bot_only)
+        cols["has_answer"].append(s.has_answer)
+        cols["labels"].append("\n".join(s.labels))
+        cols["created_year"].append(s.created_at.year if s.created_at else r.temporal_tag.created_year)
+        logins.extend(p.login for p in s.participants)
+        roles.extend(p.role for p in s.participants)
+        part_n.append(len(s.participants))
+        cols["metric"].append(sym.metric)
+        cols["created_at"].append(s.created_at.isoformat() if s.created_at else "9999")
+    df = pl.DataFrame(cols, schema={k: FRAME_SCHEMA[k] for k in scalar})
+    parts = pa.StructArray.from_arrays([pa.array(logins, pa.large_string()), pa.array(roles, pa.large_string())],
+                                       names=["login", "role"])
+    return df.with_columns(hypotheses=_list_series(hyp_n, pa.array(hyp, pa.large_string())).cast(pl.List(pl.String)),
+                           participants=_list_series(part_n, parts).cast(pl.List(PARTICIPANT))).select(
+        list(FRAME_SCHEMA))
 
 
 def created_key(record: Record) -> str:
@@ -168,15 +200,25 @@ def versions_frame(text: pl.Series | pl.Expr, frame: pl.DataFrame | None = None)
     return _versions_from_matches(matches)
 
 
+#: Literals one of which every version mention holds (ASCII case-insensitively): the framework names and
+#: the wheel tag; plus the non-ASCII letters a case-insensitive pattern matches as ASCII ones.
+VERSION_NEEDLES = tuple(sorted(ALIASES)) + ("+cu", "\u0130", "\u0131", "\u212a", "\u017f")
+
+
 def record_versions_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """:func:`versions_frame` of :func:`version_text_expr`, scanning field by field (no joined copy of the text).
+    """:func:`versions_frame` of :func:`version_text_expr`, scanning field by field (no joined copy of the text)
+    and only the cells that hold a framework name (:data:`VERSION_NEEDLES`).
 
     Same result: a version mention never spans two fields (separators and versions hold no newline).
     """
-    per_field = [_text(f).str.extract_all(VERSION_PATTERN) for f in TEXT_FIELDS]
-    per_field.append(pl.col("hypotheses").list.join("\n").fill_null("").str.extract_all(VERSION_PATTERN))
-    matches = (frame.lazy().select(pl.concat_list(per_field).alias("m")).with_row_index("row")
-               .explode("m").drop_nulls("m").collect())
+    fields = [_text(f) for f in TEXT_FIELDS] + [pl.col("hypotheses").list.join("\n").fill_null("")]
+    lf = frame.lazy().select([e.alias(f"f{i}") for i, e in enumerate(fields)]).with_row_index("row")
+    pieces = [lf.filter(pl.col(f"f{i}").str.contains_any(list(VERSION_NEEDLES), ascii_case_insensitive=True))
+              .select("row", pl.lit(i, dtype=pl.UInt8).alias("field"),
+                      pl.col(f"f{i}").str.extract_all(VERSION_PATTERN).alias("m"))
+              for i in range(len(fields))]
+    matches = (pl.concat(pieces).sort(["row", "field"], maintain_order=True).explode("m").drop_nulls("m")
+               .select("row", "m").collect())
     return _versions_from_matches(matches)
 
 
@@ -206,7 +248,7 @@ def _versions_from_matches(matches: pl.DataFrame) -> pl.DataFrame:
 
 def versions_as_dicts(long: pl.DataFrame, n: int) -> list[dict[str, str]]:
     out: list[dict[str, str]] = [{} for _ in range(n)]
-    for row, key, ver in long.iter_rows():
+    for row, key, ver in zip(long["row"].to_list(), long["key"].to_list(), long["version"].to_list(), strict=True):
         out[row][key] = ver
     return out
 
@@ -219,14 +261,6 @@ def redact_frame(df: pl.DataFrame) -> tuple[pl.DataFrame, Counter[str]]:
     return frame_redact.redact_frame(df, REDACT_COLUMNS)
 
 
-@dataclass(frozen=True)
-class FrameDedup:
-    """``duplicate_of[row]``: the row kept in ``row``'s near-duplicate cluster, or -1 (kept or not compared)."""
-
-    duplicate_of: np.ndarray
-    clusters: int
-
-
 def dedup_text_expr() -> pl.Expr:
     """Text compared for near-duplicates: the problem statement plus the symptom's metric and values, so that
     two templated threads with different numbers stay apart and cross-posts match."""
@@ -235,24 +269,3 @@ def dedup_text_expr() -> pl.Expr:
         pl.col("paper_value").cast(pl.String).fill_null(""), pl.lit(" "),
         pl.col("obtained_value").cast(pl.String).fill_null(""),
     ])
-
-
-def dedup_frame(frame: pl.DataFrame, config: ScoreConfig) -> FrameDedup:
-    """Near-duplicates among rows with ``keep``: best ``score`` first, then oldest ``created_at``
-    (:func:`created_key`), then ``thread_id`` wins its cluster (:func:`scoring.dedup.near_duplicates`).
-
-    Needs ``keep``, ``score``, ``created_at``, ``thread_id`` and the :func:`dedup_text_expr` columns.
-    """
-    n = frame.height
-    dup = np.full(n, -1, dtype=np.int64)
-    kept = (frame.lazy().with_row_index("__row").filter(pl.col("keep"))
-            .sort(["score", pl.col("created_at").fill_null("9999"), "thread_id"], descending=[True, False, False])
-            .select("__row", dedup_text_expr().alias("t")).collect())
-    if kept.height < 2:
-        return FrameDedup(dup, 0)
-    result = near_duplicates(kept["t"], threshold=config.dedup_threshold, num_perm=config.num_perm,
-                             seed=config.seed)
-    rows = kept["__row"].to_numpy().astype(np.int64)
-    is_dup = result.duplicate_of >= 0
-    dup[rows[is_dup]] = rows[result.duplicate_of[is_dup]]
-    return FrameDedup(dup, result.clusters)

@@ -6,9 +6,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import polars as pl
 import pytest
 
 from reprodiag.schema import Hypothesis, Participant, Record, Symptom, ThreadStats
+from scoring.config import ScoreConfig
+from scoring.pipeline import score_batch
+from scoring.vectorized import versions_as_dicts, versions_frame
 
 
 def build_record(n: int = 0, *, repo: str | None = None, year: int = 2023, state: str = "closed",
@@ -46,3 +50,14 @@ def build_record(n: int = 0, *, repo: str | None = None, year: int = 2023, state
 @pytest.fixture
 def make_record() -> Callable[..., Record]:
     return build_record
+
+
+def score_one(record: Record, config: ScoreConfig | None = None) -> Record:
+    """``record`` through ``score`` alone (the one scoring path; no near-duplicate pass)."""
+    cfg = (config or ScoreConfig()).model_copy(update={"dedup": False})
+    return score_batch([record], cfg).records[0]
+
+
+def versions_of(text: str) -> dict[str, str]:
+    """Framework versions the scoring path detects in one text."""
+    return versions_as_dicts(versions_frame(pl.Series([text], dtype=pl.String)), 1)[0]

@@ -239,3 +239,109 @@ def test_sigkill_mid_run_then_rerun_matches_a_clean_run(make_record: Callable[..
     assert _scored_table(killed) == expected
     rerun()
     assert _scored_table(killed) == expected
+
+
+# --------------------------------------------------------------------------- batches, the stage, resumption
+
+
+def _many(make_record: Callable[..., Record], n: int = 600) -> list[Record]:
+    recs = [make_record(i, repo=f"lab{i % 23}/m{i % 23}", year=2016 + i % 10,
+                        participants=[(f"user{i % 40}", "asker"), ("bobmaint", "maintainer")],
+                        problem_statement=f"Record {i} @user{i % 40}: got {i % 90}.{i % 7} vs 81.8, "
+                                          f"run {i * 7919 % 1000}, torch=={i % 3}.{i % 12}.0, variant {i * 31 % 997}")
+            for i in range(n)]
+    # cross-posts far apart in the input: they land in other batches than their originals
+    recs += [make_record(9000 + i, repo="dup/x", problem_statement=recs[i].problem_statement) for i in range(0, 60, 3)]
+    return recs
+
+
+def test_result_does_not_depend_on_the_batch_size(make_record: Callable[..., Record], tmp_path: Path) -> None:
+    src = tmp_path / "r.jsonl"
+    src.write_text("".join(r.model_dump_json() + "\n" for r in _many(make_record)))
+    outs = {}
+    for size in (1, 37, 5000):
+        out = tmp_path / f"s{size}.jsonl"
+        rep = run_score(None, input=src, output=out, batch_size=size)
+        outs[size] = (out.read_text(), rep.counts, rep.notes)
+    assert outs[1] == outs[37] == outs[5000]
+    docs = [json.loads(x) for x in outs[37][0].splitlines()]
+    dups = [d for d in docs if d["duplicate_of"]]
+    assert len(dups) >= 15 and all(d["quality"]["drop_reason"] == "near_duplicate" for d in dups)
+    assert not list(tmp_path.glob(".*score-stage*")), "the stage file is removed once the result is written"
+
+
+def test_a_killed_run_resumes_from_its_finished_batches(make_record: Callable[..., Record], tmp_path: Path) -> None:
+    import sqlite3
+
+    recs = _many(make_record, 1500)
+    src, out, clean = tmp_path / "r.jsonl", tmp_path / "s.jsonl", tmp_path / "clean.jsonl"
+    src.write_text("".join(r.model_dump_json() + "\n" for r in recs))
+    run_score(None, input=src, output=clean, batch_size=100)
+    stage = tmp_path / ".s.jsonl.score-stage.sqlite"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRODIAG_")}
+    cmd = [sys.executable, "-m", "reprodiag", "-q", "score", "--input", str(src), "--output", str(out),
+           "--batch-size", "100"]
+    proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline, stored = time.monotonic() + 120, 0
+    while proc.poll() is None and time.monotonic() < deadline and stored < 3:
+        try:
+            with sqlite3.connect(f"file:{stage}?mode=ro", uri=True, timeout=0.1) as c:
+                stored = c.execute("SELECT count(*) FROM score_batches").fetchone()[0]
+        except sqlite3.Error:
+            pass
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL and stored >= 3, "the run ended before it could be killed"
+    assert not out.exists() and stage.exists()
+    rep = run_score(None, input=src, output=out, batch_size=100)
+    assert out.read_text() == clean.read_text()
+    reused = [n for n in rep.notes if "reused" in n]
+    assert reused and int(reused[0].split()[0]) >= 3
+    assert not stage.exists()
+
+
+def test_a_changed_input_or_setting_is_scored_again_not_reused(make_record: Callable[..., Record],
+                                                                tmp_path: Path) -> None:
+    from scoring.pipeline import STAGE_NAME, _settings_key
+    from scoring.stage import ScoreStage
+
+    recs = _many(make_record, 300)
+    src, out = tmp_path / "r.jsonl", tmp_path / "s.jsonl"
+    src.write_text("".join(r.model_dump_json() + "\n" for r in recs))
+    stage_path = tmp_path / f".s.jsonl.{STAGE_NAME}"
+    # a stage left by a run with other settings (threshold 0) must not leak into a threshold-4 run
+    other = ScoreConfig(threshold=0)
+    from scoring.pipeline import _file_items, _score_into
+    st = ScoreStage(stage_path, _settings_key(other))
+    _score_into(_file_items(src), st, other, 50)
+    st.close()
+    rep = run_score(None, input=src, output=out, batch_size=50)
+    assert not [n for n in rep.notes if "reused" in n]
+    assert rep.counts == run_score(None, input=src, output=tmp_path / "fresh.jsonl", batch_size=50).counts
+    # a damaged stage file costs only the work it held
+    stage_path.write_bytes(b"not a database" * 100)
+    assert run_score(None, input=src, output=out, batch_size=50).counts == rep.counts
+    assert not stage_path.exists()
+
+
+def test_the_stage_holds_only_redacted_text_and_the_workspace_keeps_none(store: Store,
+                                                                         make_record: Callable[..., Record],
+                                                                         tmp_path: Path) -> None:
+    from scoring.pipeline import _records_items, _score_into, _settings_key
+    from scoring.stage import ScoreStage
+
+    recs = _many(make_record, 200)
+    recs.append(make_record(7777, problem_statement=f"my token {GH} and mail li.wei@example.org"))
+    cfg = ScoreConfig()
+    stage = ScoreStage(tmp_path / "stage.sqlite", _settings_key(cfg))
+    _score_into(_records_items(recs), stage, cfg, 64)
+    stage.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("stage.sqlite*"))
+    assert b"REDACTED" in raw
+    assert GH.encode() not in raw and b"li.wei@example.org" not in raw
+    store.put_records(recs)
+    run_score(store, input=None, output=None, batch_size=64)
+    assert not (store.root / "score-stage.sqlite").exists()
+    assert store.count("scored") == len(recs)

@@ -6,17 +6,25 @@ from collections.abc import Callable
 
 import pytest
 
-from reprodiag.schema import Record, Symptom
+from reprodiag.schema import Quality, Record, Symptom
 from scoring.config import ScoreConfig
-from scoring.quality import components, quality
+from tests.scoring.conftest import score_one
 
 CFG = ScoreConfig()
+
+
+def components(r: Record) -> dict[str, int]:
+    return score_one(r).quality.components
+
+
+def quality(r: Record, config: ScoreConfig = CFG) -> Quality:
+    return score_one(r, config).quality
 
 
 def test_full_record_earns_every_component(make_record: Callable[..., Record]) -> None:
     r = make_record(reactions=6)
     assert components(r) == {"resolved": 3, "code": 2, "comments": 1, "engagement": 1, "quantified_gap": 1}
-    q = quality(r, "current", CFG)
+    q = quality(r)
     assert q.score == 8 and q.keep and q.drop_reason is None
 
 
@@ -44,17 +52,17 @@ def test_accepted_answer_counts_as_resolved_and_reference_as_engagement(make_rec
 
 def test_threshold_is_configurable(make_record: Callable[..., Record]) -> None:
     r = make_record(has_code_snippet=False, is_resolved=False, resolution_type="unresolved")  # 1 + 1 = 2
-    assert quality(r, "current", CFG).drop_reason == "low_quality"
-    assert quality(r, "current", ScoreConfig(threshold=2)).keep
+    assert quality(r).drop_reason == "low_quality"
+    assert quality(r, ScoreConfig(threshold=2)).keep
 
 
 def test_unresolved_valuable_kept_below_threshold_only_with_depth(make_record: Callable[..., Record]) -> None:
     deep = make_record(is_resolved=False, resolution_type="unresolved_valuable", diagnostic_depth=3,
                        has_code_snippet=False)
     shallow = deep.model_copy(update={"diagnostic_depth": 1})
-    assert quality(deep, "current", CFG).score < CFG.threshold
-    assert quality(deep, "current", CFG).keep
-    assert quality(shallow, "current", CFG).drop_reason == "low_quality"
+    assert quality(deep).score < CFG.threshold
+    assert quality(deep).keep
+    assert quality(shallow).drop_reason == "low_quality"
 
 
 @pytest.mark.parametrize("kwargs, reason", [
@@ -70,17 +78,17 @@ def test_unresolved_valuable_kept_below_threshold_only_with_depth(make_record: C
       "problem_statement": "pip install fails: could not build wheels for mmcv"}, "environment_setup"),
 ])
 def test_drop_reasons(make_record: Callable[..., Record], kwargs: dict, reason: str) -> None:
-    assert quality(make_record(**kwargs), "current", CFG).drop_reason == reason
+    assert quality(make_record(**kwargs)).drop_reason == reason
 
 
 def test_install_words_in_a_quantified_reproduction_do_not_drop_it(make_record: Callable[..., Record]) -> None:
     r = make_record(error_type="framework_version",
                     problem_statement="After pip install torch 2.0 my accuracy is 79.1 instead of 81.8")
-    assert quality(r, "current", CFG).keep
+    assert quality(r).keep
 
 
 def test_filtered_tier_is_dropped(make_record: Callable[..., Record]) -> None:
-    q = quality(make_record(), "filtered", CFG)
+    q = quality(make_record(year=2017, error_type="framework_version", root_cause="The default changed in torch 1.2."))
     assert not q.keep and q.drop_reason == "temporal_filtered"
 
 

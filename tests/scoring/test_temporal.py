@@ -8,7 +8,7 @@ import pytest
 
 from reprodiag.schema import Record, TemporalTag
 from scoring.config import ScoreConfig
-from scoring.temporal import detect_versions, temporal_tag
+from tests.scoring.conftest import score_one, versions_of
 
 W = ScoreConfig().tier_weights
 
@@ -33,18 +33,18 @@ W = ScoreConfig().tier_weights
     ("first torch 1.4 then torch 1.9", {"torch": "1.4"}),
 ])
 def test_detect_versions(text: str, expected: dict[str, str]) -> None:
-    assert detect_versions(text) == expected
+    assert versions_of(text) == expected
 
 
 @pytest.mark.parametrize("text", [
     "model.to('cuda:0')", "TF32 on the A100", "numpy arrays", "tokens 2 3", "", "复现 指标对不上",
 ])
 def test_no_false_versions(text: str) -> None:
-    assert detect_versions(text) == {}
+    assert versions_of(text) == {}
 
 
 def _tag(make_record: Callable[..., Record], year: int, error_type: str, root_cause: str = "lr") -> TemporalTag:
-    return temporal_tag(make_record(year=year, error_type=error_type, root_cause=root_cause, resolution=""), W)
+    return score_one(make_record(year=year, error_type=error_type, root_cause=root_cause, resolution="")).temporal_tag
 
 
 @pytest.mark.parametrize("year, tier", [(2023, "current"), (2022, "current"), (2021, "historical"),
@@ -70,10 +70,10 @@ def test_algorithmic_type_tied_to_a_version_is_dependent(make_record: Callable[.
 def test_versions_merge_with_record_versions_which_win(make_record: Callable[..., Record]) -> None:
     r = make_record(environment="torch==1.8.0, CUDA 10.2",
                     temporal_tag=TemporalTag(framework_versions={"torch": "1.8.1", "mmcv": "1.3"}))
-    assert temporal_tag(r, W).framework_versions == {"torch": "1.8.1", "cuda": "10.2", "mmcv": "1.3"}
+    assert score_one(r).temporal_tag.framework_versions == {"torch": "1.8.1", "cuda": "10.2", "mmcv": "1.3"}
 
 
 def test_weights_are_configurable(make_record: Callable[..., Record]) -> None:
     cfg = ScoreConfig(tier_weights={"current": 1.0, "historical": 0.25, "filtered": 0.0})
     r = make_record(year=2020, error_type="framework_version", root_cause="x")
-    assert temporal_tag(r, cfg.tier_weights).weight == 0.25
+    assert score_one(r, cfg).temporal_tag.weight == 0.25

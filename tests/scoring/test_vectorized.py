@@ -1,4 +1,4 @@
-"""The vectorized polars path and the per-record path give identical results."""
+"""The scoring frame path: rules, versions, redaction parity with the Python redactor, the bench."""
 
 from __future__ import annotations
 
@@ -6,16 +6,12 @@ import random
 from collections import Counter
 from collections.abc import Callable
 
-import pytest
-
 from reprodiag.redact import redact_record
 from reprodiag.schema import ERROR_TYPES, Record
-from scoring.bench import run_bench, synthetic_frame
+from scoring.bench import run_bench
 from scoring.config import ScoreConfig
 from scoring.pipeline import score_batch
-from scoring.temporal import detect_versions, record_text
 from scoring.vectorized import (
-    dedup_frame,
     record_versions_frame,
     records_to_frame,
     redact_frame,
@@ -75,12 +71,13 @@ def _sample(make_record: Callable[..., Record], n: int = 160) -> list[Record]:
     return out
 
 
-def test_score_tier_and_weight_identical(make_record: Callable[..., Record]) -> None:
+def test_score_batch_applies_the_frame_rules(make_record: Callable[..., Record]) -> None:
+    """Every scored record carries exactly what score_frame decided for its row (no other rule path)."""
     recs = _sample(make_record)
     cfg = ScoreConfig(threshold=5, dedup=False)
-    per_record = score_batch(recs, cfg).records
+    scored = score_batch(recs, cfg).records
     frame = score_frame(records_to_frame(recs), cfg).collect()
-    for r, row in zip(per_record, frame.iter_rows(named=True), strict=True):
+    for r, row in zip(scored, frame.iter_rows(named=True), strict=True):
         assert (r.quality.score, r.quality.drop_reason, r.quality.keep) == (row["score"], row["drop_reason"],
                                                                            row["keep"]), r.thread_id
         assert r.quality.components == {k: row[f"c_{k}"] for k in r.quality.components}
@@ -92,13 +89,14 @@ def test_score_tier_and_weight_identical(make_record: Callable[..., Record]) -> 
         "temporal_filtered"}
 
 
-def test_versions_identical(make_record: Callable[..., Record]) -> None:
+def test_versions_field_by_field_equal_versions_of_the_joined_text(make_record: Callable[..., Record]) -> None:
     recs = _sample(make_record)
     df = records_to_frame(recs)
     vec = versions_as_dicts(versions_frame(version_text_expr(), df), len(recs))
     assert versions_as_dicts(record_versions_frame(df), len(recs)) == vec
-    assert vec == [detect_versions(record_text(r)) for r in recs]
     assert sum(1 for v in vec if v) > 40
+    scored = score_batch(recs, ScoreConfig(dedup=False)).records
+    assert [r.temporal_tag.framework_versions for r in scored] == vec
 
 
 def test_redaction_identical(make_record: Callable[..., Record]) -> None:
@@ -119,49 +117,16 @@ def test_redaction_identical(make_record: Callable[..., Record]) -> None:
     assert GH not in str(red.to_dicts())
 
 
-def test_dedup_identical(make_record: Callable[..., Record]) -> None:
-    base = _sample(make_record, 120)
-    # cross-posts: same text in another repository, some with a different score or date
-    copies = [make_record(1000 + 10 * i + k, repo=f"other{k}/x", year=2015 + (i + k) % 11, reactions=9 * (k % 2),
-                          problem_statement=base[i].problem_statement + " on ImageNet with the default config"
-                          + (" thanks" if k == 2 else ""),
-                          paper=base[i].symptom.paper_value, obtained=base[i].symptom.obtained_value)
-              for i in range(0, 120, 2) for k in range(3)]
-    recs = base + copies
-    cfg = ScoreConfig(threshold=0)
-    per_record = score_batch(recs, cfg).records
-    frame = score_frame(records_to_frame(recs), cfg).collect()
-    vec = dedup_frame(frame, cfg)
-    by_id = {r.thread_id: i for i, r in enumerate(recs)}
-    expected = [by_id[r.duplicate_of] if r.duplicate_of else -1 for r in per_record]
-    assert vec.duplicate_of.tolist() == expected
-    assert sum(1 for x in expected if x >= 0) > 20
-
-
-def _stable(counts: dict[str, int]) -> dict[str, int]:
-    return {k: v for k, v in counts.items() if not k.startswith(("ms_", "peak_rss", "cpu_"))}
-
-
-def test_bench_runs_on_a_small_n_and_is_deterministic() -> None:
-    report = run_bench(n=3000)
-    c = report.counts
-    assert c["records"] == 3000 and 0 < c["kept_before_dedup"] < 3000
-    assert c["near_duplicates"] > 0 and c["redacted"] > 0 and c["peak_rss_mb"] > 0
-    assert c["redacted_user"] > 0 and c["redacted_ip"] > 0 and c["redacted_secret"] > 0
-    assert all(f"ms_{p}" in c for p in ("generate", "score_and_tier", "versions", "dedup", "redact"))
-    assert "records/s" in report.notes[0]
-    again = run_bench(n=3000)
-    assert _stable(again.counts) == _stable(c) and again.notes[-1] == report.notes[-1]
-    assert _stable(run_bench(n=3000, seed=1).counts) != _stable(c)
-
-
-@pytest.mark.slow
-def test_bench_is_deterministic_at_150k() -> None:
-    first, second = run_bench(n=150_000), run_bench(n=150_000)
-    assert _stable(first.counts) == _stable(second.counts)
-    assert first.notes[-1] == second.notes[-1]  # the digest of the result
-
-
-def test_synthetic_frame_is_deterministic() -> None:
-    assert synthetic_frame(500, seed=2).equals(synthetic_frame(500, seed=2))
-    assert not synthetic_frame(500, seed=2).equals(synthetic_frame(500, seed=3))
+def test_bench_times_the_score_command_and_is_deterministic() -> None:
+    first = run_bench(n=300, workspace=True)
+    c = first.counts
+    assert c["records"] == 300 and c["kept"] + c["dropped"] == 300 and c["redacted"] > 0
+    for mode in ("round_trip", "file", "workspace"):
+        assert c[f"{mode}_wall_ms"] > 0 and c[f"{mode}_peak_rss_mb"] > 0
+    assert c["file_x_roundtrip"] > 0 and c["workspace_x_roundtrip"] > 0
+    assert any(n.startswith("file: ") and "x round-trip" in n for n in first.notes)
+    digest = [n for n in first.notes if n.startswith("digest ")]
+    again = run_bench(n=300, workspace=False)
+    assert digest == [n for n in again.notes if n.startswith("digest ")] and "workspace_wall_ms" not in again.counts
+    other = run_bench(n=300, seed=1, workspace=False)
+    assert [n for n in other.notes if n.startswith("digest ")] != digest

@@ -1,0 +1,149 @@
+"""Where ``reprodiag score`` keeps finished batches until the corpus-level pass has written the result.
+
+A small SQLite file beside the result (the workspace's ``score-stage.sqlite``,
+or ``.<output>.score-stage.sqlite`` next to ``--output``). Each batch of input
+is stored, in one transaction, under the digest of its input bytes and the
+per-record settings (:func:`batch_key`); a run killed part-way and run again
+reuses every stored batch whose input did not change, so only the batches
+that were not finished are scored again. The file holds only redacted text
+(redaction is part of the batch) and is removed when the run has written its
+result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from reprodiag.errors import UserError
+from scoring.batch import LIGHT_SCHEMA, ScoredBatch
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS score_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS score_batches (
+    key TEXT PRIMARY KEY, run TEXT, ord INTEGER, meta TEXT NOT NULL, light BLOB NOT NULL, docs BLOB NOT NULL);
+"""
+#: Separators of a batch's ``docs`` blob: JSON text never holds them unescaped.
+_PIECE, _DOC = b"\x1e", b"\n"
+
+
+def batch_key(settings_key: str, raws: Sequence[bytes]) -> str:
+    """Digest of a batch's input bytes (in order) under the per-record settings."""
+    h = hashlib.sha256(settings_key.encode())
+    for raw in raws:
+        h.update(len(raw).to_bytes(8, "little"))
+        h.update(raw)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class BatchMeta:
+    """What a stored batch decided besides its rows: input lines rejected (``(line, thread_id, reason)``),
+    ids rejected as already seen in an earlier batch, and redaction counts."""
+
+    rejects: tuple[tuple[int | None, str | None, str], ...] = ()
+    seen_before: tuple[str, ...] = ()
+    redactions: dict[str, int] = field(default_factory=dict)
+
+    def dumps(self) -> str:
+        return json.dumps({"rejects": self.rejects, "seen_before": self.seen_before,
+                           "redactions": self.redactions})
+
+    @classmethod
+    def loads(cls, text: str) -> BatchMeta:
+        d = json.loads(text)
+        return cls(tuple(tuple(r) for r in d["rejects"]), tuple(d["seen_before"]), d["redactions"])
+
+
+class ScoreStage:
+    """The stage file (``path``; None: in memory) for one run under ``settings_key``."""
+
+    def __init__(self, path: Path | None, settings_key: str) -> None:
+        self.path = path
+        try:
+            self._conn = sqlite3.connect(":memory:" if path is None else path, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=OFF")
+            # a killed process loses no committed batch with synchronous=OFF (only a machine crash could)
+            self._conn.execute("PRAGMA synchronous=OFF")
+            self._conn.executescript(_DDL)
+            row = self._conn.execute("SELECT value FROM score_meta WHERE key='settings'").fetchone()
+            if row is None or row[0] != settings_key:  # other settings: nothing stored is reusable
+                self._conn.executescript("BEGIN; DELETE FROM score_batches; DELETE FROM score_meta; COMMIT;")
+                self._conn.execute("INSERT INTO score_meta VALUES ('settings', ?)", (settings_key,))
+        except sqlite3.DatabaseError:
+            if path is not None:  # a damaged stage only costs the work it held
+                self._conn.close()
+                for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                    p.unlink(missing_ok=True)
+                self.__init__(path, settings_key)  # type: ignore[misc]
+                return
+            raise
+        except OSError as exc:
+            raise UserError(f"cannot write the scoring stage file {path}: {exc.strerror or exc}") from None
+        self.run = uuid.uuid4().hex
+        self._ord = 0
+
+    def reuse(self, key: str, seen: set[str]) -> BatchMeta | None:
+        """The stored batch ``key`` taken into this run, or None when it is not stored or its decisions
+        about ids seen in earlier batches no longer hold (then it is scored again)."""
+        row = self._conn.execute("SELECT meta, light FROM score_batches WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        meta = BatchMeta.loads(row[0])
+        ids = pl.read_ipc(io.BytesIO(row[1]), columns=["thread_id"])["thread_id"].to_list()
+        if any(t in seen for t in ids) or any(t not in seen for t in meta.seen_before):
+            return None
+        seen.update(ids)
+        self._conn.execute("UPDATE score_batches SET run=?, ord=? WHERE key=?", (self.run, self._ord, key))
+        self._ord += 1
+        return meta
+
+    def put(self, key: str, batch: ScoredBatch, meta: BatchMeta) -> None:
+        """Store one scored batch and take it into this run (one row, one transaction)."""
+        light = io.BytesIO()
+        batch.light.write_ipc(light, compression="uncompressed")
+        docs = _DOC.join(_PIECE.join(p.encode() for p in pieces) for pieces in batch.docs)
+        self._conn.execute("INSERT OR REPLACE INTO score_batches(key, run, ord, meta, light, docs) "
+                           "VALUES (?,?,?,?,?,?)", (key, self.run, self._ord, meta.dumps(), light.getvalue(), docs))
+        self._ord += 1
+
+    def _blobs(self, col: str) -> Iterator[bytes]:
+        """One column of this run's batches in input order, one row read at a time (the order is read first,
+        so SQLite never sorts the blobs themselves)."""
+        keys = [k for (k,) in self._conn.execute("SELECT key FROM score_batches WHERE run=? ORDER BY ord",
+                                                 (self.run,))]
+        for key in keys:
+            yield self._conn.execute(f"SELECT {col} FROM score_batches WHERE key=?", (key,)).fetchone()[0]
+
+    def light(self) -> pl.DataFrame:
+        """The light columns (:data:`scoring.batch.LIGHT_SCHEMA`) of every record of this run, in input order."""
+        frames = [pl.read_ipc(io.BytesIO(blob)) for blob in self._blobs("light")]
+        return pl.concat(frames, rechunk=True) if frames else pl.DataFrame(schema=LIGHT_SCHEMA)
+
+    def docs(self) -> Iterator[tuple[str, str, str]]:
+        """Every record's document pieces, in input order, one batch in memory at a time."""
+        for blob in self._blobs("docs"):
+            if not blob:
+                continue
+            for doc in blob.split(_DOC):
+                head, quality, tail = doc.split(_PIECE)
+                yield head.decode(), quality.decode(), tail.decode()
+
+    def remove(self) -> None:
+        """Close and delete the stage file (the run's result is written)."""
+        self._conn.close()
+        if self.path is not None:
+            for p in (self.path, self.path.with_name(self.path.name + "-wal"),
+                      self.path.with_name(self.path.name + "-shm")):
+                p.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self._conn.close()
