@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 WORKSPACE ?= reprodiag-workspace
+# test processes (pytest-xdist, one test file per worker at a time): the cores, at most 4
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: demo test lint sysdeps bench clean gpu-test
 
@@ -30,7 +32,7 @@ demo: $(STAMP) sysdeps
 	$(VENV)/bin/reprodiag -w $(WORKSPACE) demo
 
 test: $(STAMP) sysdeps
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile
 
 gpu-test: $(STAMP) sysdeps
 	$(PY) -m pytest -q -m gpu

@@ -17,7 +17,7 @@ shipped learned models, so retraining them re-extracts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from extract.base import Extractor
 from extract.relevance import classify
 from reprodiag import console
 from reprodiag.errors import UserError
-from reprodiag.schema import FilterDecision, Record, SchemaError, StageReport, Thread, parse_thread
+from reprodiag.schema import Record, SchemaError, StageReport, Thread, parse_thread
 
 #: Threads per transaction in workspace mode.
 BATCH = 200
@@ -90,7 +90,7 @@ def read_threads(path: Path) -> list[Thread]:
     return read_threads_file(path).threads
 
 
-def _write_jsonl(path: Path, docs: list[dict[str, Any]]) -> None:
+def _write_jsonl(path: Path, docs: Iterable[dict[str, Any]]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
         with tmp.open("w", encoding="utf-8") as fh:
@@ -102,11 +102,6 @@ def _write_jsonl(path: Path, docs: list[dict[str, Any]]) -> None:
         raise UserError(f"cannot write {path}: {exc.strerror}") from None
 
 
-def _chunks(items: list[Any], n: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), n):
-        yield items[i:i + n]
-
-
 def run_filter(store: Any, *, input: Path | None = None, output: Path | None = None,
                skip_invalid: bool = False) -> StageReport:
     """Decide every thread (workspace: all stored threads → decisions table; file: JSONL → JSONL;
@@ -115,17 +110,18 @@ def run_filter(store: Any, *, input: Path | None = None, output: Path | None = N
         got = read_threads_file(input, skip_invalid=skip_invalid)
         decisions = classify(got.threads)
         out = output or input.with_name("decisions.jsonl")
-        _write_jsonl(out, [d.model_dump(mode="json") for d in decisions])
-        rep = _filter_report(decisions, {"decisions": str(out)})
-        return _with_skipped(rep, got)
+        _write_jsonl(out, (d.model_dump(mode="json") for d in decisions))
+        decided = _Decided(len(decisions), sum(d.is_reproduction for d in decisions),
+                           sum("no_reply" in d.signals for d in decisions))
+        return _with_skipped(_filter_report(decided, {"decisions": str(out)}), got)
     if store is None:
         raise UserError("filter needs a workspace or --input")
-    decisions = _decide_stored(store, only_stale=False)
+    decided = _decide_stored(store, only_stale=False)
     outputs: dict[str, str] = {}
     if output is not None:
-        _write_jsonl(output, [d.model_dump(mode="json") for d in decisions])
+        _write_jsonl(output, (d.model_dump(mode="json") for d in store.iter_decisions()))
         outputs["decisions"] = str(output)
-    return _filter_report(decisions, outputs)
+    return _filter_report(decided, outputs)
 
 
 def _with_skipped(rep: StageReport, got: ReadThreads) -> StageReport:
@@ -141,13 +137,22 @@ def _filter_key(tid: str) -> str:
     return "filter-hash:" + tid
 
 
-def _decide_stored(store: Any, *, only_stale: bool) -> list[FilterDecision]:
-    """Decide stored threads in transactions of ``BATCH`` (decision + content hash together).
+@dataclass
+class _Decided:
+    """What a filter pass over the workspace decided, counted (never the decisions themselves)."""
+
+    threads: int = 0
+    reproduction: int = 0
+    no_reply: int = 0
+
+
+def _decide_stored(store: Any, *, only_stale: bool) -> _Decided:
+    """Decide stored threads in transactions of ``BATCH`` (decision + content hash together), reading the
+    threads a page at a time.
 
     ``only_stale``: skip threads whose decision was made on their current content, so a filter run killed
     part-way, or threads added or updated since, are decided on the next run."""
-    decided = {row[0] for row in store.query("SELECT thread_id FROM decisions")} if only_stale else set()
-    out: list[FilterDecision] = []
+    out = _Decided()
     batch: list[Thread] = []
 
     def flush() -> None:
@@ -156,11 +161,14 @@ def _decide_stored(store: Any, *, only_stale: bool) -> list[FilterDecision]:
             store.put_decisions(got)
             for t in batch:
                 store.cache_put(_filter_key(t.id), t.content_hash())
-        out.extend(got)
+        out.threads += len(got)
+        out.reproduction += sum(d.is_reproduction for d in got)
+        out.no_reply += sum("no_reply" in d.signals for d in got)
         batch.clear()
 
     for t in store.iter_threads():
-        if only_stale and t.id in decided and store.cache_get(_filter_key(t.id)) == t.content_hash():
+        if only_stale and store.cache_get(_filter_key(t.id)) == t.content_hash() and store.query(
+                "SELECT 1 FROM decisions WHERE thread_id=?", (t.id,)):
             continue
         batch.append(t)
         if len(batch) >= BATCH:
@@ -170,12 +178,10 @@ def _decide_stored(store: Any, *, only_stale: bool) -> list[FilterDecision]:
     return out
 
 
-def _filter_report(decisions: list[FilterDecision], outputs: dict[str, str]) -> StageReport:
-    pos = sum(d.is_reproduction for d in decisions)
-    no_reply = sum("no_reply" in d.signals for d in decisions)
-    return StageReport(stage="filter", counts={"threads": len(decisions), "reproduction": pos,
-                                               "dropped": len(decisions) - pos, "no_reply": no_reply},
-                       outputs=outputs)
+def _filter_report(decided: _Decided, outputs: dict[str, str]) -> StageReport:
+    return StageReport(stage="filter", counts={"threads": decided.threads, "reproduction": decided.reproduction,
+                                               "dropped": decided.threads - decided.reproduction,
+                                               "no_reply": decided.no_reply}, outputs=outputs)
 
 
 def make_extractor(backend: str, *, model: str | None = None, base_url: str | None = None, store: Any = None,
@@ -227,8 +233,23 @@ def models_digest() -> str:
     return ",".join(shipped(n).digest for n in MODEL_NAMES if n != "filter")
 
 
+@dataclass
+class _Extracted:
+    """What extraction produced, counted; ``records`` holds them only in file mode (they are the output)."""
+
+    n: int = 0
+    grounded: int = 0
+    records: list[Record] | None = None
+
+    def add(self, got: list[Record]) -> None:
+        self.n += len(got)
+        self.grounded += sum(r.grounded for r in got)
+        if self.records is not None:
+            self.records.extend(got)
+
+
 def _extract_chunk(chunk: list[Thread], *, extractor: Extractor, store: Any, collect: Path | None,
-                   failures: dict[str, str], records: list[Record], sig: Any) -> None:
+                   failures: dict[str, str], records: _Extracted, sig: Any) -> None:
     """Extract one chunk; in workspace mode store its records, signatures and rejects in one transaction."""
     got = extractor.collect(chunk, collect) if collect is not None else extractor.extract(chunk)  # type: ignore[attr-defined]
     fails = dict(getattr(extractor, "failures", {}))
@@ -245,7 +266,42 @@ def _extract_chunk(chunk: list[Thread], *, extractor: Extractor, store: Any, col
                 store.put_rejects("extract", sorted(new_fails.items()))
             # a thread that failed on an earlier run and now succeeded is no longer a reject
             store.delete_rejects("extract", [r.thread_id for r in got if r.thread_id not in new_fails])
-    records += got
+    records.add(got)
+
+
+#: SQL: a decision row ``d`` whose signals include ``no_reply``.
+_NO_REPLY = "EXISTS (SELECT 1 FROM json_each(d.doc, '$.signals') WHERE value = 'no_reply')"
+#: SQL: ids of the threads extract works on (reproductions someone answered).
+_KEPT_IDS = f"SELECT d.thread_id FROM decisions d WHERE d.is_reproduction=1 AND NOT {_NO_REPLY}"
+
+
+def _stale_threads(store: Any, no_filter: bool, sig: Any, skipped: list[int]) -> Iterator[Thread]:
+    """The threads to extract, read a page at a time: every thread (``no_filter``) or the kept ones, minus
+    those whose stored record was made from the same content, backend and version (counted in
+    ``skipped[0]``)."""
+    if no_filter:
+        rows = store.paged("threads", "id", "doc")
+    else:
+        rows = store.paged("decisions d JOIN threads t ON t.id = d.thread_id", "d.thread_id", "t.doc",
+                           f"d.is_reproduction=1 AND NOT {_NO_REPLY}")
+    for _, doc in rows:
+        t = Thread.model_validate_json(doc)
+        if store.query("SELECT 1 FROM records WHERE thread_id=?", (t.id,)) and store.cache_get(
+                _hash_key(t.id)) == sig(t):
+            skipped[0] += 1
+            continue
+        yield t
+
+
+def _batched(items: Iterable[Thread], n: int) -> Iterator[list[Thread]]:
+    chunk: list[Thread] = []
+    for it in items:
+        chunk.append(it)
+        if len(chunk) >= n:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def run_extract(store: Any, *, input: Path | None = None, output: Path | None = None, backend: str = "rules",
@@ -259,6 +315,7 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
     file_mode = input is not None
     counts: dict[str, int] = {}
     read: ReadThreads | None = None
+    todo: Iterable[Thread]
     if file_mode:
         read = read_threads_file(input, skip_invalid=skip_invalid)
         threads = read.threads
@@ -269,59 +326,61 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
             counts["filtered_out"] = len(threads) - len(keep)
             threads = [t for t in threads if t.id in keep]
         todo = threads
+        counts["threads"] = total = len(threads)
     else:
         if store is None:
             raise UserError("extract needs a workspace or --input")
-        if no_filter:
-            ids = None
-        else:
+        if not no_filter:
             _decide_stored(store, only_stale=True)
-            pos = list(store.iter_decisions(only_positive=True))
-            ids = [d.thread_id for d in pos if "no_reply" not in d.signals]
-            counts["no_reply"] = len(pos) - len(ids)
-        threads = list(store.iter_threads(ids=ids)) if ids is not None else list(store.iter_threads())
-        have = store.record_ids()
-        if ids is not None:
+            counts["no_reply"] = store.query(f"SELECT count(*) FROM decisions d WHERE d.is_reproduction=1 "
+                                             f"AND {_NO_REPLY}")[0][0]
             # threads the filter no longer keeps (e.g. edited since) must not keep a stale record
-            gone = have - set(ids)
-            if gone:
-                counts["records_removed"] = store.delete_records(sorted(gone))
-                have -= gone
-        todo = [t for t in threads if not (t.id in have and store.cache_get(_hash_key(t.id))
-                                           == _signature(extractor, backend, model, t))]
-        counts["skipped_unchanged"] = len(threads) - len(todo)
-    counts["threads"] = len(threads)
+            removed = store.query(f"SELECT count(*) FROM records WHERE thread_id NOT IN ({_KEPT_IDS})")[0][0]
+            if removed:
+                with store.transaction() as c:
+                    c.execute(f"DELETE FROM records WHERE thread_id NOT IN ({_KEPT_IDS})")
+                counts["records_removed"] = removed
+        counts["threads"] = total = (store.count("threads") if no_filter else
+                                     store.query(f"SELECT count(*) FROM ({_KEPT_IDS})")[0][0])
+        skipped = [0]
+        todo = _stale_threads(store, no_filter, lambda t: _signature(extractor, backend, model, t), skipped)
     notes: list[str] = []
     outputs: dict[str, str] = {}
     if batch is not None:
+        todo = list(todo)
+        if not file_mode:
+            counts["skipped_unchanged"] = skipped[0]
         n = extractor.write_batch(todo, batch)  # type: ignore[attr-defined]
         counts["batch_requests"] = n
         outputs["batch"] = str(batch)
         notes.append(f"wrote {n} batch requests; submit the file, then run extract --collect RESULTS")
         return StageReport(stage="extract", counts=counts, outputs=outputs, notes=notes)
-    records: list[Record] = []
+    records = _Extracted(records=[] if file_mode else None)
     failures: dict[str, str] = {}
     with console.progress_bar() as prog:
-        task = prog.add_task(f"extract ({backend})", total=len(todo), status="")
-        for chunk in _chunks(todo, BATCH):
+        task = prog.add_task(f"extract ({backend})", total=total, status="")
+        for chunk in _batched(todo, BATCH):
             _extract_chunk(chunk, extractor=extractor, store=None if file_mode else store, collect=collect,
                            failures=failures, records=records, sig=lambda t: _signature(extractor, backend,
                                                                                         model, t))
-            prog.update(task, advance=len(chunk), status=f"{len(failures)} failed" if failures else "")
+            prog.update(task, completed=records.n + len(failures) + (0 if file_mode else skipped[0]),
+                        status=f"{len(failures)} failed" if failures else "")
+    if not file_mode:
+        counts["skipped_unchanged"] = skipped[0]
     if file_mode:
         out = output or input.with_name("records.jsonl")
-        _write_jsonl(out, [r.model_dump(mode="json") for r in records])
+        _write_jsonl(out, (r.model_dump(mode="json") for r in records.records or []))
         outputs["records"] = str(out)
         if failures:
             rej = out.with_name(out.stem + ".rejects.jsonl")
             _write_jsonl(rej, [{"thread_id": k, "reason": v} for k, v in sorted(failures.items())])
             outputs["rejects"] = str(rej)
     elif output is not None:
-        _write_jsonl(output, [r.model_dump(mode="json") for r in store.iter_records()])
+        _write_jsonl(output, (r.model_dump(mode="json") for r in store.iter_records()))
         outputs["records"] = str(output)
-    counts["records"] = len(records)
+    counts["records"] = records.n
     counts["failed"] = len(failures)
-    counts["grounded"] = sum(r.grounded for r in records)
+    counts["grounded"] = records.grounded
     if hasattr(extractor, "cost_summary"):
         notes.append("LLM usage: " + extractor.cost_summary())  # type: ignore[attr-defined]
         counts["cache_hits"] = getattr(extractor, "cache_hits", 0)

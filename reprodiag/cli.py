@@ -561,6 +561,22 @@ def bench_score(
     _report(run_bench(n=records, seed=seed, workspace=workspace))
 
 
+@bench_app.command("pipeline")
+def bench_pipeline(
+    threads: Annotated[int, typer.Option(min=100, help="Threads to generate and serve.")] = 200_000,
+    seed: Annotated[int, typer.Option(help="Seed of the generated corpus.")] = 0,
+    keep: Annotated[Path | None, typer.Option(help="Keep the workspace and datasets in this directory.")] = None,
+) -> None:
+    """Mine → filter → extract (rules) → score → build on N generated threads served by the fake GitHub:
+    wall, CPU, peak RSS and rows/s per stage, and the workspace size.
+
+    Example: reprodiag bench pipeline --threads 50000
+    """
+    from reprodiag.bench_pipeline import run_bench
+
+    _report(run_bench(threads=threads, seed=seed, keep=keep))
+
+
 @bench_app.command("datasets")
 def bench_datasets(
     corpus: Annotated[str, typer.Option(help="real (extract/data/real), sample, or a JSONL file of threads.")]

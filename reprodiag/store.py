@@ -30,6 +30,8 @@ from reprodiag.schema import (
 )
 
 DB_NAME = "reprodiag.sqlite"
+#: Rows per query of the paged readers (``Store.paged``).
+PAGE = 500
 
 #: Ordered migrations; index + 1 is the schema version they lead to.
 MIGRATIONS: list[str] = [
@@ -367,19 +369,31 @@ class Store:
         return Thread.model_validate_json(row[0][0]) if row else None
 
     def iter_threads(self, repo: str | None = None, ids: Iterable[str] | None = None) -> Iterator[Thread]:
-        """Threads ordered by id (optionally one repository, or given ids)."""
+        """Threads ordered by id (optionally one repository, or given ids), read a page at a time."""
         if ids is not None:
             for tid in ids:
                 t = self.get_thread(tid)
                 if t is not None:
                     yield t
             return
-        sql, params = "SELECT doc FROM threads", []
-        if repo:
-            sql += " WHERE repo=?"
-            params.append(repo)
-        for (doc,) in self.query(sql + " ORDER BY id", params):
+        where, params = ("repo=?", [repo]) if repo else ("", [])
+        for _, doc in self.paged("threads", "id", "doc", where, params):
             yield Thread.model_validate_json(doc)
+
+    def paged(self, table: str, key: str, cols: str, where: str = "", params: Iterable[Any] = (),
+              page: int = PAGE) -> Iterator[tuple[Any, ...]]:
+        """``(key, *cols)`` rows of ``table`` in ``key`` order, ``page`` rows per query (keyset pagination:
+        memory is bounded by a page, and rows written meanwhile with a larger key are still read)."""
+        last: Any = ""
+        params = list(params)
+        cond = f" AND ({where})" if where else ""
+        while True:
+            rows = self.query(f"SELECT {key}, {cols} FROM {table} WHERE {key} > ?{cond} ORDER BY {key} LIMIT ?",
+                              [last, *params, page])
+            yield from (tuple(r) for r in rows)
+            if len(rows) < page:
+                return
+            last = rows[-1][0]
 
     def thread_high_water(self, repo: str, kind: str) -> str | None:
         row = self.query("SELECT max(updated_at) FROM threads WHERE repo=? AND kind=?", (repo, kind))
@@ -529,8 +543,7 @@ class Store:
         return n
 
     def iter_decisions(self, only_positive: bool = False) -> Iterator[FilterDecision]:
-        sql = "SELECT doc FROM decisions" + (" WHERE is_reproduction=1" if only_positive else "") + " ORDER BY thread_id"
-        for (doc,) in self.query(sql):
+        for _, doc in self.paged("decisions", "thread_id", "doc", "is_reproduction=1" if only_positive else ""):
             yield FilterDecision.model_validate_json(doc)
 
     def put_records(self, records: Iterable[Record]) -> int:
@@ -546,11 +559,8 @@ class Store:
         return n
 
     def iter_records(self, repo: str | None = None) -> Iterator[Record]:
-        sql, params = "SELECT doc FROM records", []
-        if repo:
-            sql += " WHERE repo=?"
-            params.append(repo)
-        for (doc,) in self.query(sql + " ORDER BY thread_id", params):
+        where, params = ("repo=?", [repo]) if repo else ("", [])
+        for _, doc in self.paged("records", "thread_id", "doc", where, params):
             yield Record.model_validate_json(doc)
 
     def delete_records(self, ids: Iterable[str]) -> int:
@@ -604,8 +614,7 @@ class Store:
         return n
 
     def iter_scored(self, kept_only: bool = True) -> Iterator[Record]:
-        sql = "SELECT doc FROM scored" + (" WHERE keep=1" if kept_only else "") + " ORDER BY thread_id"
-        for (doc,) in self.query(sql):
+        for _, doc in self.paged("scored", "thread_id", "doc", "keep=1" if kept_only else ""):
             yield Record.model_validate_json(doc)
 
     def put_rejects(self, stage: str, rejects: Iterable[tuple[str, str]]) -> int:

@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -108,9 +108,10 @@ class LinearModel:
         tmp.write_text(self.dumps(), encoding="utf-8")
         tmp.replace(path)
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        """Short SHA-256 of the weights file's content (the model's version in records and caches)."""
+        """Short SHA-256 of the weights file's content (the model's version in records and caches); computed
+        once per model object (serializing the weights costs about 0.1 s)."""
         return hashlib.sha256(self.dumps().encode("utf-8")).hexdigest()[:12]
 
     @classmethod

@@ -15,6 +15,8 @@ import pytest
 from extract.realcorpus import REAL_DIR, Labeled, load_real, split_of
 
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+]?\d+(?:\.\d+)?")
+#: "75,4": a decimal comma (LABELING.md: the value as written, its comma read as the decimal point).
+_DECIMAL_COMMA = re.compile(r"(?<![A-Za-z0-9_.,])\d{1,3},\d{1,2}(?![0-9,])")
 TYPES = ("hyperparameter", "data", "evaluation_protocol", "framework_version", "seed_hardware")
 
 
@@ -49,6 +51,7 @@ def test_labels_follow_labeling_md(corpus: dict[str, list[Labeled]]) -> None:
             continue
         text = "\n".join([r.thread.title, r.thread.body, *(c.body for c in r.thread.all_comments())])
         numbers = {round(float(x), 6) for x in _NUMBER.findall(text)}
+        numbers |= {round(float(x.replace(",", ".")), 6) for x in _DECIMAL_COMMA.findall(text)}
         for key in ("paper_value", "obtained_value"):
             assert g[key] is None or round(float(g[key]), 6) in numbers, (r.source_url, key)
 
