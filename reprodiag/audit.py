@@ -47,7 +47,9 @@ _STOP = frozenset("""this that with from have were been they their there what wh
 could about into than then them these those your yours also only just very more most some such other because
 while after before over under between paper model training results result reported number numbers same does
 doesn make sure check using used uses""".split())
-_MENTION = re.compile(r"(?<![\w.])@[A-Za-z0-9][A-Za-z0-9-]{1,38}\b")
+#: An @mention as the redactor reads one: not a decorator or call (``@torch.no_grad()``, ``@2DMOT15(val)``),
+#: not ``@org/repo``, not part of an e-mail address.
+_MENTION = re.compile(r"(?<![\w.])@[A-Za-z0-9][A-Za-z0-9-]{1,38}(?![A-Za-z0-9_(/\-])(?!\.\w)")
 _QUESTION_START = re.compile(r"^\s*(?:did|do|does|can|could|would|should|is|are|have|has|what|why|how|which|any)\b",
                              re.I)
 _INSTRUCTION_START = re.compile(r"^\s*(?:try|use|set|please|resume|run|change|make|add|remove|check|see|install|"

@@ -29,6 +29,7 @@ import os
 import random
 import shutil
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -552,14 +553,16 @@ def parse_cutoff(text: str) -> datetime:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-def _row_sources(store: Store, kept_raw: list[Record]) -> list[RowSource]:
+def _row_sources(store: Store, kept_raw: Iterable[Record]) -> list[RowSource]:
     """Redacted records with the asker's view of their threads (same placeholders in prompt and answer)."""
     from reprodiag.audit import thread_logins
     from reprodiag.redact import record_people, redact_doc, redact_text, thread_people
 
     out_: list[RowSource] = []
     for raw in kept_raw:
-        r = parse_record(redact_doc(raw.model_dump(mode="json"), record_people(raw)))
+        doc = raw.model_dump(mode="json")
+        doc["evidence"] = []  # quotes are not dataset text; holding them for every kept record costs memory
+        r = parse_record(redact_doc(doc, record_people(raw)))
         thread = store.get_thread(raw.thread_id)
         view = None
         logins = tuple(p.login for p in raw.stats.participants)
@@ -605,8 +608,7 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
             raise UserError("--push-to-hub needs HF_TOKEN in the environment (a Hugging Face write token)")
     out_dir = Path(out_dir)
 
-    kept_raw = list(store.iter_scored(kept_only=True))
-    srcs = _row_sources(store, kept_raw)
+    srcs = _row_sources(store, store.iter_scored(kept_only=True))  # read page by page, one copy kept
     kept = [s.record for s in srcs]
     confirmed_threads = {v.thread_id for v in store.iter_verdicts() if v.thread_id and v.verdict == "confirmed"}
     paper_titles: dict[str, str] = {}
