@@ -25,6 +25,7 @@ from typing import Any
 from extract.base import Extractor
 from extract.relevance import classify
 from reprodiag import console
+from reprodiag.batching import batched
 from reprodiag.errors import UserError
 from reprodiag.schema import Record, SchemaError, StageReport, Thread, parse_thread
 
@@ -293,17 +294,6 @@ def _stale_threads(store: Any, no_filter: bool, sig: Any, skipped: list[int]) ->
         yield t
 
 
-def _batched(items: Iterable[Thread], n: int) -> Iterator[list[Thread]]:
-    chunk: list[Thread] = []
-    for it in items:
-        chunk.append(it)
-        if len(chunk) >= n:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def run_extract(store: Any, *, input: Path | None = None, output: Path | None = None, backend: str = "rules",
                 model: str | None = None, base_url: str | None = None, no_filter: bool = False,
                 concurrency: int = 8, batch: Path | None = None, collect: Path | None = None,
@@ -359,7 +349,7 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
     failures: dict[str, str] = {}
     with console.progress_bar() as prog:
         task = prog.add_task(f"extract ({backend})", total=total, status="")
-        for chunk in _batched(todo, BATCH):
+        for chunk in batched(todo, BATCH):
             _extract_chunk(chunk, extractor=extractor, store=None if file_mode else store, collect=collect,
                            failures=failures, records=records, sig=lambda t: _signature(extractor, backend,
                                                                                         model, t))

@@ -168,7 +168,6 @@ def run_bench(threads: int = 200_000, seed: int = 0, keep: Path | None = None) -
 
     report = StageReport(stage="bench pipeline")
     corpus, meta = pipeline_corpus(threads, seed)
-    relevant_share = RELEVANT_SHARE
     with tempfile.TemporaryDirectory(prefix="reprodiag-bench-pipeline-") as tmp:
         d = keep if keep is not None else Path(tmp)
         d.mkdir(parents=True, exist_ok=True)
@@ -179,38 +178,38 @@ def run_bench(threads: int = 200_000, seed: int = 0, keep: Path | None = None) -
         (d / "repos.txt").write_text("".join(r + "\n" for r in meta), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("REPRODIAG_", "GITHUB_TOKEN"))}
         with FakeGitHubProcess(corpus, meta, tokens=[TOKEN], workers=2) as srv:
-            del corpus
-            stages: list[tuple[str, Sequence[str], str]] = [
-                ("index", ("index", "--repos-file", str(d / "repos.txt"), "--min-stars", "200",
-                           "--api-url", srv.url, "--token-file", str(tok)), "repos"),
-                ("mine", ("mine", "--api-url", srv.url, "--token-file", str(tok), "--include-prs"), "threads"),
-            ]
-            results = [(name, _stage(ws, args, env), unit) for name, args, unit in stages]
-        for name, args, unit in (("filter", ("filter",), "threads"), ("extract", ("extract",), "threads"),
-                                 ("score", ("score",), "records"), ("build", ("build", "-o", str(out)), "rows")):
-            results.append((name, _stage(ws, args, env), unit))
+            results = {
+                "index": _stage(ws, ("index", "--repos-file", str(d / "repos.txt"), "--min-stars", "200",
+                                     "--api-url", srv.url, "--token-file", str(tok)), env),
+                "mine": _stage(ws, ("mine", "--api-url", srv.url, "--token-file", str(tok), "--include-prs"), env),
+            }
+        for name, args in (("filter", ("filter",)), ("extract", ("extract",)), ("score", ("score",)),
+                           ("build", ("build", "-o", str(out)))):
+            results[name] = _stage(ws, args, env)
         size = _dir_mb(ws)
     lines = []
-    for name, (m, counts, ws_mb), unit in results:
+    for name, (m, counts, ws_mb) in results.items():
         if m.rc != 0:
             raise RuntimeError(f"{name} failed: {m.output[-600:]}")
-        rows = _rows(name, counts)
+        key, unit = _ROWS[name]
+        rows = int(sum(counts.get(k, 0) or 0 for k in key))
         report.counts.update({f"{name}_wall_s": round(m.wall_s, 1), f"{name}_cpu_s": round(m.cpu_s, 1),
                               f"{name}_peak_rss_mb": round(m.peak_rss_mb), f"{name}_rows": rows,
                               f"{name}_workspace_mb": round(ws_mb, 1)})
         lines.append(f"{name:8s} {m.wall_s:8.1f} s wall {m.cpu_s:8.1f} s CPU {m.peak_rss_mb:7,.0f} MB peak "
                      f"{rows:9,d} {unit} {rows / max(m.wall_s, 1e-9):9,.0f} {unit}/s  workspace {ws_mb:8,.1f} MB")
     report.counts.update({"threads": threads, "workspace_mb": round(size, 1)})
-    report.notes.append(f"{threads:,} generated threads (about {relevant_share:.0%} reproductions); per stage:")
+    report.notes.append(f"{threads:,} generated threads (about {RELEVANT_SHARE:.0%} reproductions); per stage:")
     report.notes.extend(lines)
     return report
 
 
-def _rows(name: str, counts: dict[str, Any]) -> int:
-    key = {"index": "repos", "mine": "threads_total", "filter": "threads", "extract": "records", "score": "records"}
-    if name == "build":
-        return int(sum(counts.get(k, 0) for k in ("sft rows", "dpo pairs", "eval items")))
-    return int(counts.get(key[name], 0) or 0)
+#: The rows each stage handled: the counts of its report that add up to them, and their unit.
+_ROWS: dict[str, tuple[tuple[str, ...], str]] = {
+    "index": (("repos",), "repos"), "mine": (("threads_total",), "threads"), "filter": (("threads",), "threads"),
+    "extract": (("records",), "threads"), "score": (("records",), "records"),
+    "build": (("sft rows", "dpo pairs", "eval items"), "rows"),
+}
 
 
 def _stage(ws: Path, args: Sequence[str], env: dict[str, str]) -> tuple[Measured, dict[str, Any], float]:

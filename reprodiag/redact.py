@@ -675,8 +675,10 @@ def thread_people(thread: Thread | Mapping[str, Any]) -> People:
 
 def record_people(record: Record | Mapping[str, Any]) -> People:
     """Participants of a record (``stats.participants``), the asker first."""
-    doc = record.model_dump(mode="json") if isinstance(record, Record) else record
-    parts = ((doc.get("stats") or {}).get("participants")) or []
+    if isinstance(record, Record):  # read the participants directly: dumping the record costs ~40 µs
+        parts = [{"login": p.login, "role": p.role} for p in record.stats.participants]
+    else:
+        parts = ((record.get("stats") or {}).get("participants")) or []
     ordered = sorted(parts, key=lambda p: p.get("role") != "asker")
     return People((p["login"], p.get("role", "contributor")) for p in ordered if p.get("login"))
 

@@ -563,14 +563,6 @@ class Store:
         for _, doc in self.paged("records", "thread_id", "doc", where, params):
             yield Record.model_validate_json(doc)
 
-    def delete_records(self, ids: Iterable[str]) -> int:
-        """Remove records (e.g. of threads the filter no longer keeps); returns how many were removed."""
-        n = 0
-        with self.transaction() as c:
-            for tid in ids:
-                n += c.execute("DELETE FROM records WHERE thread_id=?", (tid,)).rowcount
-        return n
-
     def record_ids(self) -> set[str]:
         return {r[0] for r in self.query("SELECT thread_id FROM records")}
 

@@ -4,8 +4,8 @@
 record itself, vectorized over the batch with polars: quality components,
 score, drop reason (:func:`scoring.vectorized.score_frame`), temporal tier,
 weight and detected framework versions (:func:`scoring.vectorized.record_versions_frame`),
-redaction of every free-text string of the record (:func:`scoring.frame_redact.redact_frame`
-over one list column holding the record's strings in document order) and
+redaction of every free-text string of the record (:func:`scoring.frame_redact.redact_strings`
+over the batch's strings, each record's in document order) and
 the MinHash signature of the kept records' dedup text. What needs the whole
 corpus (near-duplicates, splits) is decided afterwards from the rows' light
 columns (:mod:`scoring.pipeline`), so a batch's result never depends on other
@@ -149,14 +149,9 @@ class _Strings:
                 continue
             if type(x) is str:
                 self._string(d, k, k, x)
-            elif isinstance(sub, _Each) and isinstance(x, list):
-                for i, item in enumerate(x):
-                    if isinstance(item, dict):
-                        self._planned(item, sub.plan)
-                    elif isinstance(item, str):
-                        self._string(x, i, k, item)
-                    elif isinstance(item, list):
-                        self._walk(item, k)
+            elif isinstance(sub, _Each) and isinstance(x, list) and all(isinstance(i, dict) for i in x):
+                for item in x:
+                    self._planned(item, sub.plan)
             elif isinstance(sub, tuple) and isinstance(x, dict):
                 self._planned(x, sub)
             elif isinstance(x, dict | list):
@@ -234,10 +229,7 @@ def score_records(records: Sequence[Record], config: ScoreConfig) -> ScoredBatch
         doc["quality"] = {"score": int(scores[i]), "components": {k: int(comps[k][i]) for k in POINTS}}
         doc["duplicate_of"] = None
         doc["split"] = None
-        parts = r.stats.participants
-        people = People([(p.login, p.role) for p in parts if p.role == "asker" and p.login]
-                        + [(p.login, p.role) for p in parts if p.role != "asker" and p.login])
-        walk = _Strings(doc, people)
+        walk = _Strings(doc, record_people(r))
         if walk.unknown_login:
             doc = redact_doc(doc, record_people(doc), counts)
             walk = None

@@ -16,6 +16,7 @@ import gzip
 import json
 import random
 import re
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ def grow_records(n: int, *, seed: int = 0) -> Iterator[dict[str, Any]]:
     seeds = seed_records()
     sentences = [s for d in seeds for s in _SENTENCE.split(d.get("problem_statement") or "") if len(s) > 20]
     causes = [d["root_cause"] for d in seeds if d.get("root_cause")]
-    recent: list[str] = []
+    recent: deque[str] = deque(maxlen=500)  # texts a cross-post may copy
     for i in range(n):
         d = copy.deepcopy(seeds[rng.randrange(len(seeds))])
         repo_no = i // 40
@@ -48,7 +49,7 @@ def grow_records(n: int, *, seed: int = 0) -> Iterator[dict[str, Any]]:
             d["problem_statement"] = recent[rng.randrange(len(recent))]
         else:
             d["problem_statement"] = " ".join(rng.choice(sentences) for _ in range(rng.randint(2, 4)))
-            recent = (recent + [d["problem_statement"]])[-500:]
+            recent.append(d["problem_statement"])
         if d.get("root_cause"):
             d["root_cause"] = rng.choice(causes)
         if rng.random() < 0.02:

@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 from pydantic import ValidationError
 
+from reprodiag.batching import batched
 from reprodiag.errors import UserError
 from reprodiag.redact import RedactionCounts
 from reprodiag.schema import Record, SchemaError, StageReport, parse_record
@@ -145,17 +146,6 @@ def _records_items(records: Iterable[Record]) -> Iterator[_Item]:
         yield _Item(None, None, r.model_dump_json().encode())
 
 
-def _batches(items: Iterable[_Item], size: int) -> Iterator[list[_Item]]:
-    batch: list[_Item] = []
-    for it in items:
-        batch.append(it)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 # --------------------------------------------------------------------------- parsing
 
 
@@ -199,8 +189,9 @@ def _score_pass(items: Iterable[_Item], stage: ScoreStage, config: ScoreConfig,
     rejects: list[Reject] = []
     counts: Counter[str] = Counter()
     reused = 0
-    for batch in _batches(items, batch_size):
-        key = batch_key(skey, [it.raw if it.raw is not None else (it.error or "").encode() for it in batch])
+    for ordinal, batch in enumerate(batched(items, batch_size)):
+        key = batch_key(skey, ordinal, [it.raw if it.raw is not None else (it.error or "").encode()
+                                        for it in batch])
         meta = stage.reuse(key, seen)
         if meta is None:
             records: list[Record] = []

@@ -35,13 +35,19 @@ CREATE TABLE IF NOT EXISTS score_batches (
 _PIECE, _DOC = b"\x1e", b"\n"
 
 
-def batch_key(settings_key: str, raws: Sequence[bytes]) -> str:
-    """Digest of a batch's input bytes (in order) under the per-record settings."""
-    h = hashlib.sha256(settings_key.encode())
+def batch_key(settings_key: str, ordinal: int, raws: Sequence[bytes]) -> str:
+    """Digest of the ``ordinal``-th batch's input bytes (in order) under the per-record settings. The ordinal
+    keeps two equal batches of one input apart (each is its own stored row)."""
+    h = hashlib.sha256(f"{settings_key}|{ordinal}".encode())
     for raw in raws:
         h.update(len(raw).to_bytes(8, "little"))
         h.update(raw)
     return h.hexdigest()
+
+
+def _unlink(path: Path) -> None:
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        p.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -69,27 +75,32 @@ class ScoreStage:
     def __init__(self, path: Path | None, settings_key: str) -> None:
         self.path = path
         try:
-            self._conn = sqlite3.connect(":memory:" if path is None else path, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL" if path is not None else "PRAGMA journal_mode=OFF")
-            # a killed process loses no committed batch with synchronous=OFF (only a machine crash could)
-            self._conn.execute("PRAGMA synchronous=OFF")
-            self._conn.executescript(_DDL)
-            row = self._conn.execute("SELECT value FROM score_meta WHERE key='settings'").fetchone()
-            if row is None or row[0] != settings_key:  # other settings: nothing stored is reusable
-                self._conn.executescript("BEGIN; DELETE FROM score_batches; DELETE FROM score_meta; COMMIT;")
-                self._conn.execute("INSERT INTO score_meta VALUES ('settings', ?)", (settings_key,))
+            self._conn = self._open(settings_key)
         except sqlite3.DatabaseError:
-            if path is not None:  # a damaged stage only costs the work it held
-                self._conn.close()
-                for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-                    p.unlink(missing_ok=True)
-                self.__init__(path, settings_key)  # type: ignore[misc]
-                return
-            raise
+            if path is None:
+                raise
+            _unlink(path)  # a damaged stage only costs the work it held
+            self._conn = self._open(settings_key)
         except OSError as exc:
             raise UserError(f"cannot write the scoring stage file {path}: {exc.strerror or exc}") from None
         self.run = uuid.uuid4().hex
         self._ord = 0
+
+    def _open(self, settings_key: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:" if self.path is None else self.path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL" if self.path is not None else "PRAGMA journal_mode=OFF")
+            # a killed process loses no committed batch with synchronous=OFF (only a machine crash could)
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.executescript(_DDL)
+            row = conn.execute("SELECT value FROM score_meta WHERE key='settings'").fetchone()
+            if row is None or row[0] != settings_key:  # other settings: nothing stored is reusable
+                conn.executescript("BEGIN; DELETE FROM score_batches; DELETE FROM score_meta; COMMIT;")
+                conn.execute("INSERT INTO score_meta VALUES ('settings', ?)", (settings_key,))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def reuse(self, key: str, seen: set[str]) -> BatchMeta | None:
         """The stored batch ``key`` taken into this run, or None when it is not stored or its decisions
@@ -141,9 +152,7 @@ class ScoreStage:
         """Close and delete the stage file (the run's result is written)."""
         self._conn.close()
         if self.path is not None:
-            for p in (self.path, self.path.with_name(self.path.name + "-wal"),
-                      self.path.with_name(self.path.name + "-shm")):
-                p.unlink(missing_ok=True)
+            _unlink(self.path)
 
     def close(self) -> None:
         self._conn.close()

@@ -345,3 +345,14 @@ def test_the_stage_holds_only_redacted_text_and_the_workspace_keeps_none(store: 
     run_score(store, input=None, output=None, batch_size=64)
     assert not (store.root / "score-stage.sqlite").exists()
     assert store.count("scored") == len(recs)
+
+
+def test_two_equal_batches_in_one_input_keep_the_first_one(make_record: Callable[..., Record],
+                                                            tmp_path: Path) -> None:
+    block = "".join(r.model_dump_json() + "\n" for r in _many(make_record, 100)[:40])
+    src = tmp_path / "r.jsonl"
+    src.write_text(block + block)
+    small = run_score(None, input=src, output=tmp_path / "a.jsonl", rejects=tmp_path / "ra.jsonl", batch_size=40)
+    whole = run_score(None, input=src, output=tmp_path / "b.jsonl", rejects=tmp_path / "rb.jsonl", batch_size=500)
+    assert small.counts == whole.counts and small.counts["records"] == 40 and small.counts["rejects"] == 40
+    assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
