@@ -157,13 +157,15 @@ def shortcut_accuracy(chosen: list[str], rejected: list[str], *, seed: int = 0, 
     return correct / (2 * n)
 
 
-def _rows(root: Path, name: str) -> dict[str, list[dict[str, Any]]]:
+def _splits(root: Path, name: str) -> dict[str, Path]:
+    """The Parquet split files of dataset ``name`` (split name → file); read one at a time (:func:`_rows`)."""
+    return {f.stem: f for f in sorted((root / name).glob("*.parquet"))}
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
     import polars as pl
 
-    out: dict[str, list[dict[str, Any]]] = {}
-    for f in sorted((root / name).glob("*.parquet")):
-        out[f.stem] = pl.read_parquet(f).to_dicts()
-    return out
+    return pl.read_parquet(path).to_dicts()
 
 
 def near_duplicate_rows(texts: list[str]) -> int:
@@ -181,14 +183,18 @@ def audit(root: Path, participants: dict[str, list[str]] | None = None) -> dict[
     ``participants``: thread id → the logins of its participants (checked in every text column)."""
     if not root.is_dir():
         raise UserError(f"not a datasets folder: {root}")
-    found = {n: _rows(root, n) for n in ("sft", "dpo", "eval")}
+    found = {n: _splits(root, n) for n in ("sft", "dpo", "eval")}
     if not any(found.values()):
         raise UserError(f"{root} holds no sft/, dpo/ or eval/ Parquet splits (run `reprodiag build` first)")
     report: dict[str, Any] = {"datasets": {}, "checks": {}}
     train_repos: set[str] = set()
     leak_rows = pii_rows = 0
+    eval_repos: set[str] = set()
     for name, splits in found.items():
-        for split, rows in splits.items():
+        for split, path in splits.items():  # one split in memory at a time
+            rows = _rows(path)
+            if name == "eval":
+                eval_repos.update(str(r.get("source_thread") or "").split("#")[0] for r in rows)
             prompts, answers, texts = [], [], []
             for r in rows:
                 if name == "sft":
@@ -241,7 +247,6 @@ def audit(root: Path, participants: dict[str, list[str]] | None = None) -> dict[
             report["datasets"][f"{name}/{split}"] = block
     dpo = [b for k, b in report["datasets"].items() if k.startswith("dpo/") and b["rows"]]
     eval_blocks = [b for k, b in report["datasets"].items() if k.startswith("eval/")]
-    eval_repos = {str(r.get("source_thread") or "").split("#")[0] for rows in found["eval"].values() for r in rows}
     checks = {
         "leak_rows": leak_rows, "pii_rows": pii_rows,
         "shortcut_accuracy": max((b["shortcut_accuracy"] for b in dpo if b["shortcut_accuracy"] is not None),

@@ -589,24 +589,26 @@ def _split_by_date(srcs: list[RowSource], eval_after: datetime | None) -> tuple[
     return late, early
 
 
-def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: int, seed: int,
-              push_to_hub: str | None, eval_after: datetime | None = None) -> StageReport:
-    """Build sft/dpo/eval into ``out_dir`` (replaced atomically), audit them (``audit.json``, summary in the
-    card) and optionally push them to the hub. ``eval_after`` (UTC): threads created after it go to the eval
-    set only, the others to training only."""
-    from reprodiag.audit import LEAK_THRESHOLD, audit_summary_lines, leak_share, run_audit
-    from reprodiag.redact import redact_text
+@dataclass
+class _Composed:
+    """What the build writes, and the few facts about its sources the card and report need (the sources
+    themselves are gone once this exists: the rows are the build's only per-record memory)."""
 
-    if per_type_min > per_type_max:
-        raise UserError(f"--per-type-min ({per_type_min}) is larger than --per-type-max ({per_type_max})")
-    token = None
-    if push_to_hub is not None:
-        if push_to_hub.count("/") != 1 or not all(push_to_hub.split("/")):
-            raise UserError(f"--push-to-hub must look like ORG/NAME, got {push_to_hub!r}")
-        token = os.environ.get("HF_TOKEN", "").strip()
-        if not token:
-            raise UserError("--push-to-hub needs HF_TOKEN in the environment (a Hugging Face write token)")
-    out_dir = Path(out_dir)
+    sft_rows: list[tuple[str | None, dict[str, Any]]]
+    dpo_rows: list[tuple[str | None, dict[str, Any]]]
+    items: list[dict[str, Any]]
+    participants: dict[str, list[str]]
+    tiers: Counter[str]
+    left_out: Counter[str]
+    carve: EvalCarve
+    filtered_for_train: int
+
+
+def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
+             eval_after: datetime | None) -> _Composed:
+    """The sft rows, dpo pairs and eval items of the workspace's kept records."""
+    from reprodiag.audit import LEAK_THRESHOLD, leak_share
+    from reprodiag.redact import redact_text
 
     srcs = _row_sources(store, store.iter_scored(kept_only=True))  # read page by page, one copy kept
     kept = [s.record for s in srcs]
@@ -675,31 +677,57 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
     items = [eval_item(by_id[r.thread_id], r.root_cause or "", paper_titles=paper_titles).model_dump(mode="json")
              for r in carve.eval_records]
 
+    return _Composed(sft_rows, dpo_rows, items, {s.record.thread_id: list(s.logins) for s in srcs},
+                     Counter(r.temporal_tag.tier for r in kept), left_out, carve,
+                     sum(s.record.temporal_tag.tier == "filtered" for s in for_train))
+
+
+def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: int, seed: int,
+              push_to_hub: str | None, eval_after: datetime | None = None) -> StageReport:
+    """Build sft/dpo/eval into ``out_dir`` (replaced atomically), audit them (``audit.json``, summary in the
+    card) and optionally push them to the hub. ``eval_after`` (UTC): threads created after it go to the eval
+    set only, the others to training only."""
+    from reprodiag.audit import audit_summary_lines, run_audit
+
+    if per_type_min > per_type_max:
+        raise UserError(f"--per-type-min ({per_type_min}) is larger than --per-type-max ({per_type_max})")
+    token = None
+    if push_to_hub is not None:
+        if push_to_hub.count("/") != 1 or not all(push_to_hub.split("/")):
+            raise UserError(f"--push-to-hub must look like ORG/NAME, got {push_to_hub!r}")
+        token = os.environ.get("HF_TOKEN", "").strip()
+        if not token:
+            raise UserError("--push-to-hub needs HF_TOKEN in the environment (a Hugging Face write token)")
+    out_dir = Path(out_dir)
+    c = _compose(store, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed, eval_after=eval_after)
+    carve, left_out = c.carve, c.left_out
+    n_sft, n_dpo = len(c.sft_rows), len(c.dpo_rows)
+    eval_types = Counter(i["error_type"] for i in c.items)
     funnel = {
         "threads mined": store.count("threads"),
         "relevant (filter)": store.count("decisions", "is_reproduction=1"),
         "records (extract)": store.count("records"),
         "kept (score)": store.count("scored", "keep=1"),
-        "sft rows": len(sft_rows),
-        "dpo pairs": len(dpo_rows),
-        "eval items": len(items),
+        "sft rows": n_sft,
+        "dpo pairs": n_dpo,
+        "eval items": len(c.items),
     }
+    facts = {"resolution": Counter(row["resolution_type"] for _s, row in c.sft_rows),
+             "verified": sum(row["verified"] for _s, row in c.sft_rows),
+             "rejected_sources": Counter(row["rejected_source"] for _s, row in c.dpo_rows)}
     tmp = _prepare_out(out_dir)
     try:
-        sizes = {
-            "sft": _save("sft", _by_split(sft_rows), tmp),
-            "dpo": _save("dpo", _by_split(dpo_rows), tmp),
-            "eval": _save("eval", {"test": items}, tmp),
-        }
-        audit_rep, _ = run_audit(tmp, participants={s.record.thread_id: list(s.logins) for s in srcs})
+        sizes = {"sft": _save("sft", _by_split(c.sft_rows), tmp)}
+        c.sft_rows = []  # written: each dataset's rows are let go before the next is built
+        sizes["dpo"] = _save("dpo", _by_split(c.dpo_rows), tmp)
+        c.dpo_rows = []
+        sizes["eval"] = _save("eval", {"test": c.items}, tmp)
+        c.items = []
+        audit_rep, _ = run_audit(tmp, participants=c.participants)
         card = dataset_card(CardFacts(
-            funnel=funnel, sizes=sizes, tiers=Counter(r.temporal_tag.tier for r in kept),
-            resolution=Counter(row["resolution_type"] for _s, row in sft_rows),
-            eval_types=Counter(i["error_type"] for i in items), shortfall=carve.shortfall,
+            funnel=funnel, sizes=sizes, tiers=c.tiers, eval_types=eval_types, shortfall=carve.shortfall,
             per_type_min=per_type_min, per_type_max=per_type_max, seed=seed, eval_repos=len(carve.eval_repos),
-            verified=sum(row["verified"] for _s, row in sft_rows), left_out=dict(left_out),
-            rejected_sources=Counter(row["rejected_source"] for _s, row in dpo_rows),
-            eval_after=eval_after, audit_lines=audit_summary_lines(audit_rep)))
+            left_out=dict(left_out), eval_after=eval_after, audit_lines=audit_summary_lines(audit_rep), **facts))
         (tmp / "README.md").write_text(card, encoding="utf-8")
         (tmp / MARKER).write_text("reprodiag build output; safe to replace with `reprodiag build`\n",
                                   encoding="utf-8")
@@ -717,12 +745,12 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
     if token is not None and push_to_hub is not None:
         _push(out_dir, push_to_hub, token)
         notes.append(f"pushed to https://huggingface.co/datasets/{push_to_hub}")
-    out.info(f"build: {len(sft_rows)} sft, {len(dpo_rows)} dpo, {len(items)} eval → {out_dir}")
+    out.info(f"build: {n_sft} sft, {n_dpo} dpo, {funnel['eval items']} eval → {out_dir}")
     counts = {**funnel, "eval repositories": len(carve.eval_repos),
               "held out with eval repos": len(carve.held_out),
-              "filtered tier (excluded)": sum(s.record.temporal_tag.tier == "filtered" for s in for_train),
+              "filtered tier (excluded)": c.filtered_for_train,
               **{f"left out ({k})": v for k, v in sorted(left_out.items())},
-              **{f"eval {t}": sum(i["error_type"] == t for i in items) for t in ERROR_TYPES}}
+              **{f"eval {t}": eval_types[t] for t in ERROR_TYPES}}
     return StageReport(stage="build", counts=counts, notes=notes,
                        outputs={"sft": str(out_dir / "sft"), "dpo": str(out_dir / "dpo"),
                                 "eval": str(out_dir / "eval"), "card": str(out_dir / "README.md"),

@@ -108,11 +108,17 @@ class _Each:
     plan: tuple[tuple[str, Any], ...]
 
 
-def _plan(model: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
-    """The fields of ``model`` that can hold text, in order, each with how to walk its value: the plan of a
-    nested model, :class:`_Each` for a list of models, or None (walk whatever is there)."""
+_TEXT, _LOGIN, _KEEP = 0, 1, 2
+
+
+def _plan(model: type[BaseModel]) -> tuple[tuple[str, Any, int], ...]:
+    """The fields of ``model`` that can hold text, in order, each with how to walk its value (the plan of a
+    nested model, :class:`_Each` for a list of models, or None: walk whatever is there) and what a string
+    value of it is (``_TEXT``: redacted, ``_LOGIN``: a placeholder, ``_KEEP``: kept)."""
     out = []
     for name, info in model.model_fields.items():
+        if name in SKIP_TREES:
+            continue
         ann = info.annotation
         args = [a for a in typing.get_args(ann) if a is not type(None)] if typing.get_origin(ann) in (
             typing.Union, types.UnionType) else [ann]
@@ -124,7 +130,7 @@ def _plan(model: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
         elif (len(args) == 1 and typing.get_origin(args[0]) is list and typing.get_args(args[0])
               and isinstance(typing.get_args(args[0])[0], type) and issubclass(typing.get_args(args[0])[0], BaseModel)):
             sub = _Each(_plan(typing.get_args(args[0])[0]))
-        out.append((name, sub))
+        out.append((name, sub, _LOGIN if name in LOGIN_KEYS else _KEEP if name in SKIP_KEYS else _TEXT))
     return tuple(out)
 
 
@@ -142,17 +148,25 @@ class _Strings:
         self._people = people
         self._planned(doc, _RECORD_PLAN)
 
-    def _planned(self, d: dict[str, Any], plan: tuple[tuple[str, Any], ...]) -> None:
-        for k, sub in plan:
+    def _planned(self, d: dict[str, Any], plan: tuple[tuple[str, Any, int], ...]) -> None:
+        texts, slots = self.texts, self.slots
+        for k, sub, mode in plan:
             x = d.get(k)
-            if x is None or k in SKIP_TREES:
+            if x is None:
                 continue
             if type(x) is str:
-                self._string(d, k, k, x)
-            elif isinstance(sub, _Each) and isinstance(x, list) and all(isinstance(i, dict) for i in x):
-                for item in x:
-                    self._planned(item, sub.plan)
-            elif isinstance(sub, tuple) and isinstance(x, dict):
+                if mode == _TEXT:
+                    texts.append(x)
+                    slots.append((d, k))
+                elif mode == _LOGIN:
+                    self._string(d, k, k, x)
+            elif isinstance(sub, _Each) and type(x) is list:
+                if all(type(i) is dict for i in x):
+                    for item in x:
+                        self._planned(item, sub.plan)
+                else:
+                    self._walk(x, k)
+            elif type(sub) is tuple and type(x) is dict:
                 self._planned(x, sub)
             elif isinstance(x, dict | list):
                 self._walk(x, k)
@@ -188,8 +202,12 @@ class _Strings:
 _RECORD_PLAN = _plan(Record)
 
 
-def score_records(records: Sequence[Record], config: ScoreConfig) -> ScoredBatch:
-    """Score, tag, redact and sign one batch (see the module docstring). Order preserved."""
+def score_records(records: Sequence[Record], config: ScoreConfig,
+                  parsed: Sequence[dict[str, Any] | None] | None = None) -> ScoredBatch:
+    """Score, tag, redact and sign one batch (see the module docstring). Order preserved.
+
+    ``parsed[i]``, when given and not None, is ``records[i].model_dump(mode="json")`` already at hand (the
+    caller's parsed input); it is consumed (changed in place)."""
     if not records:
         return ScoredBatch(pl.DataFrame(schema=LIGHT_SCHEMA), (), {})
     frame = records_to_frame(records)
@@ -218,7 +236,7 @@ def score_records(records: Sequence[Record], config: ScoreConfig) -> ScoredBatch
     docs: list[dict[str, Any]] = []
     walks: list[_Strings | None] = []
     for i, r in enumerate(records):
-        doc = orjson.loads(r.model_dump_json())
+        doc = parsed[i] if parsed is not None and parsed[i] is not None else orjson.loads(r.model_dump_json())
         tag = doc["temporal_tag"]
         tag["created_year"] = years[i]
         tag["framework_versions"] = dict(sorted({**versions[i], **tag["framework_versions"]}.items()))

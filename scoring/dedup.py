@@ -42,6 +42,10 @@ class DedupResult:
         return int((self.duplicate_of >= 0).sum())
 
 
+#: Texts hashed in one pass by :func:`signatures_and_tokens` (memory per pass, not per corpus).
+TEXTS_PER_PASS = 500
+
+
 def _perm_params(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     a = rng.integers(1, 2**63 - 1, size=num_perm, dtype=np.uint64) | np.uint64(1)
@@ -172,6 +176,10 @@ def signatures_and_tokens(texts: pl.Series | Sequence[str], *, num_perm: int = 6
     A text's signature depends only on the text, ``num_perm`` and ``seed``, so signatures computed batch
     by batch cluster exactly as if computed together (:func:`cluster_signatures`)."""
     series = texts if isinstance(texts, pl.Series) else pl.Series("t", list(texts), dtype=pl.String)
+    if len(series) > TEXTS_PER_PASS:  # the shingles of a pass are ~30 bytes per word: bound them, not the corpus
+        parts = [signatures_and_tokens(series.slice(at, TEXTS_PER_PASS), num_perm=num_perm, seed=seed)
+                 for at in range(0, len(series), TEXTS_PER_PASS)]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     sh_doc, sh_h, tokens = shingle_hashes(series, seed)
     return _signatures(sh_doc, sh_h, len(series), num_perm, seed), tokens
 

@@ -30,15 +30,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import orjson
 import polars as pl
 from pydantic import ValidationError
 
 from reprodiag.batching import batched
 from reprodiag.errors import UserError
+from reprodiag.gc_policy import batch_collection
 from reprodiag.redact import RedactionCounts
 from reprodiag.schema import Record, SchemaError, StageReport, parse_record
+from reprodiag.schema_mirror import RECORD_TWIN, RecordLike
 from reprodiag.store import Store
 from scoring.batch import final_doc, score_records
 from scoring.config import ScoreConfig
@@ -149,13 +153,33 @@ def _records_items(records: Iterable[Record]) -> Iterator[_Item]:
 # --------------------------------------------------------------------------- parsing
 
 
-def _parse(it: _Item) -> Record | Reject:
+def _parse(it: _Item) -> tuple[RecordLike, dict[str, Any] | None] | Reject:
+    """The item's record and, when at hand, its JSON document as ``model_dump(mode="json")`` gives it.
+
+    The record contract's msgspec twin (:mod:`reprodiag.schema_mirror`) reads almost every item, ten times
+    faster than the model; what it does not take is validated by the model (which names any problem)."""
     if it.raw is None:
         return Reject(it.line, it.thread_id, it.error or "unreadable")
+    twin = RECORD_TWIN.decode(it.raw)
+    if twin is not None:
+        if RECORD_TWIN.encode(twin) == it.raw:  # already canonical: the parsed input is the document
+            try:
+                return twin, orjson.loads(it.raw)
+            except orjson.JSONDecodeError:  # integers beyond 64 bits
+                pass
+        return twin, RECORD_TWIN.to_document(twin)
     try:
-        return Record.model_validate_json(it.raw)
-    except ValidationError:
-        pass  # the slow path names the problem exactly as the contract's parser does
+        doc = orjson.loads(it.raw)
+    except orjson.JSONDecodeError:
+        doc = None  # what orjson refuses (e.g. NaN, integers beyond 64 bits) takes the exact path below
+    if type(doc) is dict:
+        try:
+            record = Record.model_validate(doc)
+        except ValidationError:
+            pass  # the slow path names the problem exactly as the contract's parser does
+        else:
+            canonical = record.__pydantic_serializer__.to_json(record)
+            return record, doc if canonical == it.raw else orjson.loads(canonical)
     try:
         doc = json.loads(it.raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -167,7 +191,7 @@ def _parse(it: _Item) -> Record | Reject:
         return Reject(it.line, it.thread_id, f"malformed JSON: {msg}")
     tid = doc.get("thread_id") if isinstance(doc, dict) and isinstance(doc.get("thread_id"), str) else None
     try:
-        return parse_record(doc)
+        return parse_record(doc), None
     except SchemaError as exc:
         return Reject(it.line, it.thread_id or tid, str(exc))
     except (ValueError, TypeError, RecursionError) as exc:  # pragma: no cover - defensive
@@ -183,41 +207,57 @@ def _settings_key(config: ScoreConfig) -> str:
 
 def _score_pass(items: Iterable[_Item], stage: ScoreStage, config: ScoreConfig,
                 batch_size: int) -> tuple[list[Reject], Counter[str], int]:
-    """Pass 1 over ``items``; returns the rejects, redaction counts and how many batches were reused."""
+    """Pass 1 over ``items``; returns the rejects, redaction counts and how many batches were reused.
+
+    (Scoring batch k in a thread while batch k+1 is parsed was tried: the batch function holds the GIL
+    most of its time, and the overlap was slower than this loop.)"""
     skey = _settings_key(config)
     seen: set[str] = set()
     rejects: list[Reject] = []
     counts: Counter[str] = Counter()
     reused = 0
-    for ordinal, batch in enumerate(batched(items, batch_size)):
-        key = batch_key(skey, ordinal, [it.raw if it.raw is not None else (it.error or "").encode()
-                                        for it in batch])
-        meta = stage.reuse(key, seen)
-        if meta is None:
-            records: list[Record] = []
-            bad: list[Reject] = []
-            before: list[str] = []
-            in_batch: set[str] = set()
-            for it in batch:
-                got = _parse(it)
-                if isinstance(got, Reject):
-                    bad.append(got)
-                elif got.thread_id in seen or got.thread_id in in_batch:
-                    bad.append(Reject(it.line, got.thread_id, _DUPLICATE_ID))
-                    if got.thread_id in seen:
-                        before.append(got.thread_id)
-                else:
-                    in_batch.add(got.thread_id)
-                    records.append(got)
-            scored = score_records(records, config)
-            meta = BatchMeta(tuple((b.line, b.thread_id, b.reason) for b in bad), tuple(before), scored.redactions)
-            stage.put(key, scored, meta)
-            seen.update(in_batch)
-        else:
-            reused += 1
+    with batch_collection() as collect:
+        for ordinal, batch in enumerate(batched(items, batch_size)):
+            reused += _one_batch(ordinal, batch, stage, skey, config, seen, rejects, counts)
+            collect()
+    return rejects, counts, reused
+
+
+def _one_batch(ordinal: int, batch: Sequence[_Item], stage: ScoreStage, skey: str, config: ScoreConfig,
+               seen: set[str], rejects: list[Reject], counts: Counter[str]) -> int:
+    """Score (or reuse) one batch into the stage, adding its rejects and redaction counts; 1 when reused."""
+    key = batch_key(skey, ordinal, [it.raw if it.raw is not None else (it.error or "").encode() for it in batch])
+    meta = stage.reuse(key, ordinal, seen)
+    if meta is not None:
         rejects.extend(Reject(*r) for r in meta.rejects)
         counts.update(meta.redactions)
-    return rejects, counts, reused
+        return 1
+    records: list[RecordLike] = []
+    docs: list[dict[str, Any] | None] = []
+    bad: list[Reject] = []
+    before: list[str] = []
+    in_batch: set[str] = set()
+    for it in batch:
+        got = _parse(it)
+        if isinstance(got, Reject):
+            bad.append(got)
+            continue
+        tid = got[0].thread_id
+        if tid in seen or tid in in_batch:
+            bad.append(Reject(it.line, tid, _DUPLICATE_ID))
+            if tid in seen:
+                before.append(tid)
+        else:
+            in_batch.add(tid)
+            records.append(got[0])
+            docs.append(got[1])
+    scored = score_records(records, config, docs)
+    stage.put(key, ordinal, scored, BatchMeta(tuple((b.line, b.thread_id, b.reason) for b in bad), tuple(before),
+                                              scored.redactions))
+    seen.update(in_batch)
+    rejects.extend(bad)
+    counts.update(scored.redactions)
+    return 0
 
 
 # --------------------------------------------------------------------------- corpus-level pass

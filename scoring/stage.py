@@ -84,7 +84,6 @@ class ScoreStage:
         except OSError as exc:
             raise UserError(f"cannot write the scoring stage file {path}: {exc.strerror or exc}") from None
         self.run = uuid.uuid4().hex
-        self._ord = 0
 
     def _open(self, settings_key: str) -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:" if self.path is None else self.path, isolation_level=None)
@@ -102,9 +101,9 @@ class ScoreStage:
             raise
         return conn
 
-    def reuse(self, key: str, seen: set[str]) -> BatchMeta | None:
-        """The stored batch ``key`` taken into this run, or None when it is not stored or its decisions
-        about ids seen in earlier batches no longer hold (then it is scored again)."""
+    def reuse(self, key: str, ordinal: int, seen: set[str]) -> BatchMeta | None:
+        """The stored batch ``key`` taken into this run as its ``ordinal``-th batch, or None when it is not
+        stored or its decisions about ids seen in earlier batches no longer hold (then it is scored again)."""
         row = self._conn.execute("SELECT meta, light FROM score_batches WHERE key=?", (key,)).fetchone()
         if row is None:
             return None
@@ -113,18 +112,17 @@ class ScoreStage:
         if any(t in seen for t in ids) or any(t not in seen for t in meta.seen_before):
             return None
         seen.update(ids)
-        self._conn.execute("UPDATE score_batches SET run=?, ord=? WHERE key=?", (self.run, self._ord, key))
-        self._ord += 1
+        self._conn.execute("UPDATE score_batches SET run=?, ord=? WHERE key=?", (self.run, ordinal, key))
         return meta
 
-    def put(self, key: str, batch: ScoredBatch, meta: BatchMeta) -> None:
-        """Store one scored batch and take it into this run (one row, one transaction)."""
+    def put(self, key: str, ordinal: int, batch: ScoredBatch, meta: BatchMeta) -> None:
+        """Store one scored batch as this run's ``ordinal``-th (one row, one transaction; batches may be put
+        in any order)."""
         light = io.BytesIO()
         batch.light.write_ipc(light, compression="uncompressed")
         docs = _DOC.join(_PIECE.join(p.encode() for p in pieces) for pieces in batch.docs)
         self._conn.execute("INSERT OR REPLACE INTO score_batches(key, run, ord, meta, light, docs) "
-                           "VALUES (?,?,?,?,?,?)", (key, self.run, self._ord, meta.dumps(), light.getvalue(), docs))
-        self._ord += 1
+                           "VALUES (?,?,?,?,?,?)", (key, self.run, ordinal, meta.dumps(), light.getvalue(), docs))
 
     def _blobs(self, col: str) -> Iterator[bytes]:
         """One column of this run's batches in input order, one row read at a time (the order is read first,

@@ -70,6 +70,15 @@ def _list_series(lengths: list[int], values: pa.Array) -> pl.Series:
     return pl.from_arrow(pa.ListArray.from_arrays(offsets, values))  # type: ignore[return-value]
 
 
+_I64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def _i64(v: int | None) -> int | None:
+    """An integer as the table holds it: the contract allows any size, the rules only compare it with small
+    thresholds, so a count beyond 64 bits reads as the largest 64-bit one."""
+    return v if v is None or _I64[0] <= v <= _I64[1] else max(_I64[0], min(_I64[1], v))
+
+
 def records_to_frame(records: Sequence[Record]) -> pl.DataFrame:
     """The flat scoring table (:data:`scoring.vectorized.FRAME_SCHEMA`) of a batch."""
     scalar = [k for k in FRAME_SCHEMA if k not in ("hypotheses", "participants")]
@@ -94,18 +103,18 @@ def records_to_frame(records: Sequence[Record]) -> pl.DataFrame:
         hyp_n.append(len(r.hypothesis_chain))
         cols["is_resolved"].append(r.is_resolved)
         cols["resolution_type"].append(r.resolution_type)
-        cols["diagnostic_depth"].append(r.diagnostic_depth)
+        cols["diagnostic_depth"].append(_i64(r.diagnostic_depth))
         cols["has_code_snippet"].append(r.has_code_snippet)
         cols["paper_value"].append(sym.paper_value)
         cols["obtained_value"].append(sym.obtained_value)
         cols["state"].append(s.state)
-        cols["comments"].append(s.comments)
-        cols["reactions"].append(s.reactions)
+        cols["comments"].append(_i64(s.comments))
+        cols["reactions"].append(_i64(s.reactions))
         cols["referenced"].append(s.referenced)
         cols["bot_only"].append(s.bot_only)
         cols["has_answer"].append(s.has_answer)
         cols["labels"].append("\n".join(s.labels))
-        cols["created_year"].append(s.created_at.year if s.created_at else r.temporal_tag.created_year)
+        cols["created_year"].append(s.created_at.year if s.created_at else _i64(r.temporal_tag.created_year))
         logins.extend(p.login for p in s.participants)
         roles.extend(p.role for p in s.participants)
         part_n.append(len(s.participants))

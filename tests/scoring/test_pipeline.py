@@ -356,3 +356,40 @@ def test_two_equal_batches_in_one_input_keep_the_first_one(make_record: Callable
     whole = run_score(None, input=src, output=tmp_path / "b.jsonl", rejects=tmp_path / "rb.jsonl", batch_size=500)
     assert small.counts == whole.counts and small.counts["records"] == 40 and small.counts["rejects"] == 40
     assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
+
+
+def test_odd_but_valid_inputs_score_as_their_canonical_form(make_record: Callable[..., Record],
+                                                            tmp_path: Path) -> None:
+    """Lines the fast reader does not take as they are (keys missing or reordered, coercible values, naive or
+    long-fraction timestamps, integers beyond 64 bits) give the same scored documents as the canonical lines
+    of the same records."""
+    recs = _batch(make_record)[:8]
+    canonical = [r.model_dump(mode="json") for r in recs]
+    odd = []
+    for i, d in enumerate(canonical):
+        d = json.loads(json.dumps(d))
+        if i == 0:
+            d = dict(reversed(list(d.items())))                      # other key order
+        elif i == 1:
+            d = {k: v for k, v in d.items() if k not in ("evidence", "split", "replay")}  # defaults left out
+        elif i == 2:
+            d["diagnostic_depth"] = str(d["diagnostic_depth"])        # a coercible string
+        elif i == 3 and d["stats"].get("created_at"):
+            d["stats"]["created_at"] = d["stats"]["created_at"].replace("Z", "")  # naive: read as UTC
+        elif i == 4:
+            d["stats"]["created_at"] = "2023-05-06T07:08:09.1234567Z"  # seven fraction digits: truncated
+        elif i == 5:
+            d["stats"]["reactions"] = 2 ** 70                          # beyond 64 bits
+        odd.append(d)
+    want = [Record.model_validate(d).model_dump(mode="json") for d in odd]
+    src = tmp_path / "odd.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in odd), encoding="utf-8")
+    ref = tmp_path / "ref.jsonl"
+    ref.write_text("".join(json.dumps(d) + "\n" for d in want), encoding="utf-8")
+    run_score(None, input=src, output=tmp_path / "a.jsonl", threshold=4, seed=0)
+    run_score(None, input=ref, output=tmp_path / "b.jsonl", threshold=4, seed=0)
+    a = (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()
+    b = (tmp_path / "b.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(a) == 8 and a == b
+    assert json.loads(a[4])["stats"]["created_at"] == "2023-05-06T07:08:09.123456Z"
+    assert json.loads(a[5])["stats"]["reactions"] == 2 ** 70
