@@ -44,8 +44,9 @@ TRUSTED_VALIDATORS: frozenset[Callable[..., Any]] = frozenset({schema._map_field
 _SCALARS = (str, int, float, bool, type(None))
 _AWARE = Annotated[dt.datetime, msgspec.Meta(tz=True)]
 #: A second fraction of more than six digits: msgspec rounds it, pydantic truncates it, so a document that
-#: may hold one (seconds followed by seven digits, in a timestamp or not) is left to the model.
-_LONG_FRACTION = re.compile(rb"[0-9]:[0-9]{2}\.[0-9]{7}")
+#: may hold one (``:ss.`` then seven digits, in a timestamp or not: also ``"x":12.3456789``, about 0.1% of real
+#: records) is left to the model. The leading literal keeps the search at ~2 µs a record.
+_LONG_FRACTION = re.compile(rb":[0-9]{2}\.[0-9]{7}")
 
 
 class UnsupportedContract(TypeError):

@@ -42,6 +42,7 @@ from reprodiag.redact import (
     apply_checked_rule,
     redact_people,
 )
+from scoring.quality import CASE_FOLDS
 
 ROLES4 = ("asker", "maintainer", "contributor", "bot")
 #: Logins the vectorized path handles; rows with another participant login run the Python path.
@@ -115,9 +116,8 @@ def _matching(values: pl.Series, pattern: str, literal: bool = False) -> np.ndar
     return values.str.contains(pattern, literal=literal).fill_null(False).arg_true().to_numpy()
 
 
-#: Non-ASCII letters that case-insensitive regexes match as ASCII letters (İ ı → i, K → k, ſ → s): a cell
-#: holding one is a candidate of every ``(?i)`` rule whatever its needles.
-_FOLDS = ("\u0130", "\u0131", "\u212a", "\u017f")
+#: A cell holding a letter that ``(?i)`` folds to ASCII is a candidate of every ``(?i)`` rule whatever its needles.
+_FOLDS = CASE_FOLDS
 
 
 def _candidates(values: pl.Series, rule: Rule) -> np.ndarray:

@@ -55,5 +55,13 @@ ENV_PATTERN = (
     r"|\bdll load failed\b|\bfailed to (?:install|build|compile)\b|\binstallation (?:fails|failed|error)\b"
     r"|\bcompil(?:e|ation) (?:error|fails|failed)\b|\blibcu[a-z]*\.so)"
 )
+#: Literals one of which (ASCII case-insensitively) every match of :data:`ENV_PATTERN` holds: the pattern runs
+#: only on the texts that hold one (or a non-ASCII letter that ``(?i)`` folds to ASCII, see
+#: :data:`CASE_FOLDS`). ``tests/scoring/test_vectorized.py`` checks the claim.
+ENV_NEEDLES = ("pip install", "conda install", "setup.py", "no module named", "modulenotfounderror", "importerror",
+               "cannot import", "undefined symbol", "nvcc", "could not build wheels", "dll load failed", "failed to ",
+               "installation ", "compil", "libcu")
+#: Non-ASCII letters that case-insensitive regexes match as ASCII ones (İ ı → i, K → k, ſ → s).
+CASE_FOLDS = ("\u0130", "\u0131", "\u212a", "\u017f")
 FEATURE_TYPES = ("other",)
 ENV_TYPES = ("other", "framework_version")

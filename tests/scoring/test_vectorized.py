@@ -130,3 +130,38 @@ def test_bench_times_the_score_command_and_is_deterministic() -> None:
     assert digest == [n for n in again.notes if n.startswith("digest ")] and "workspace_wall_ms" not in again.counts
     other = run_bench(n=300, seed=1, workspace=False)
     assert [n for n in other.notes if n.startswith("digest ")] != digest
+
+
+def test_the_environment_test_runs_the_regex_only_where_it_can_match() -> None:
+    """Every text ENV_PATTERN matches holds one of ENV_NEEDLES (or a letter ``(?i)`` folds to ASCII), so the
+    prefiltered test equals the plain regex: on the real records' problem statements and the corpus
+    threads' bodies, and on planted variants (upper case, folded letters, needles without a match)."""
+    import gzip
+    import json
+    import re
+    from pathlib import Path
+
+    import polars as pl
+
+    from scoring.quality import ENV_NEEDLES, ENV_PATTERN
+    from scoring.vectorized import contains_where
+
+    root = Path(__file__).resolve().parents[2]
+    texts = []
+    with gzip.open(root / "scoring" / "data" / "real_records.jsonl.gz", "rt", encoding="utf-8") as fh:
+        texts += [json.loads(line)["problem_statement"] for line in fh]
+    for part in ("dev", "test"):
+        with (root / "extract" / "data" / "real" / f"{part}.jsonl").open(encoding="utf-8") as fh:
+            texts += [json.loads(line)["thread"]["body"] for line in fh]
+    planted = ["PIP INSTALL -e .", "Pip Install failed", "No Module Named 'mmcv'", "ImportError: x", "ſetup.py build",
+               "NVCC fatal", "libcudart.so.11", "failed to  install", "failed to install", "compile error here",
+               "compilation failed", "installation failed", "DLL load failed", "Could not build wheels for x",
+               "cannot import name", "undefined symbol: _ZN", "ModuleNotFoundError", "conda install pytorch",
+               "Kompile", "installation", "pipinstall", "xpip install", "setup_py", "nvccc", "", "日本語 pip install"]
+    texts += planted
+    series = pl.Series(texts, dtype=pl.String)
+    plain = series.str.contains(ENV_PATTERN).fill_null(False).to_list()
+    assert sum(plain) > 25
+    assert contains_where(series, ENV_PATTERN, ENV_NEEDLES).to_list() == plain
+    rx = re.compile(ENV_PATTERN)
+    assert [bool(rx.search(t)) for t in planted] == plain[-len(planted):]
