@@ -31,10 +31,8 @@ it**, so a process killed at any instant resumes exactly where it stopped.
 from __future__ import annotations
 
 import asyncio
-import gc
 import math
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -43,10 +41,12 @@ from typing import Any
 from miner.graphql_client import ClientSettings, GraphQLClient
 from miner.repo_names import parse_repo
 from miner.scheduler import RepoResult, Scheduler
+from miner.sharding import Shard
 from miner.tokens import TokenPool
 from reprodiag import console as out
 from reprodiag.config import ApiUrls, Secret, github_tokens
 from reprodiag.errors import UserError
+from reprodiag.gc_policy import fewer_collections
 from reprodiag.schema import StageReport
 from reprodiag.store import Store
 
@@ -61,8 +61,17 @@ def _resolve_tokens(tokens: list[Secret] | None, token_file: Path | None) -> lis
     return toks
 
 
-def _select(store: Store, repos: list[str] | None) -> tuple[list[str], list[str]]:
-    """Repositories to mine and the notes about rejected names."""
+def _select(store: Store, repos: list[str] | None, shard: Shard | None = None) -> tuple[list[str], list[str]]:
+    """Repositories to mine (those of ``shard`` only, when given) and the notes about rejected names."""
+    chosen, notes = _select_all(store, repos)
+    if shard is None:
+        return chosen, notes
+    mine = [r for r in chosen if shard.holds(r)]
+    notes.append(f"shard {shard}: {len(mine)} of {len(chosen)} repositories")
+    return mine, notes
+
+
+def _select_all(store: Store, repos: list[str] | None) -> tuple[list[str], list[str]]:
     notes: list[str] = []
     if repos:
         chosen: dict[str, str] = {}
@@ -173,11 +182,12 @@ async def mine_async(store: Store, repos: list[str], *, url: str, tokens: list[S
 
 def run_mine(store: Store, *, repos: list[str] | None, api: str, api_url: str | None, token_file: Path | None,
              include_prs: bool, include_discussions: bool, concurrency: int, tokens: list[Secret] | None = None,
-             settings: ClientSettings | None = None) -> StageReport:
+             settings: ClientSettings | None = None, shard: Shard | None = None) -> StageReport:
     """Mine every indexed repository (or ``repos``); resumable and incremental.
 
     ``tokens`` wins over ``GITHUB_TOKENS``/``GITHUB_TOKEN``/``token_file``. ``api`` is
     ``graphql`` (default, issues + PRs + discussions) or ``rest`` (PyGithub; no discussions).
+    ``shard``: only the repositories of that part (:mod:`miner.sharding`).
     """
     if api not in ("graphql", "rest"):
         raise UserError(f"--api must be graphql or rest, got {api!r}")
@@ -185,7 +195,7 @@ def run_mine(store: Store, *, repos: list[str] | None, api: str, api_url: str | 
         raise UserError("--concurrency must be at least 1")
     urls = ApiUrls.from_base(api_url)
     toks = _resolve_tokens(tokens, token_file)
-    chosen, notes = _select(store, repos)
+    chosen, notes = _select(store, repos, shard)
     settings = replace(settings or ClientSettings(), concurrency=concurrency)
     run_id = store.start_run("mine", {"api": api, "repos": len(chosen), "include_prs": include_prs,
                                       "include_discussions": include_discussions})
@@ -198,7 +208,7 @@ def run_mine(store: Store, *, repos: list[str] | None, api: str, api_url: str | 
             if include_discussions:
                 notes.append("REST cannot fetch discussions (GraphQL only): discussions were not mined")
         else:
-            with _fewer_gc_passes():
+            with fewer_collections():  # answers are large acyclic trees freed by reference counting
                 counts = asyncio.run(mine_async(store, chosen, url=urls.graphql, tokens=toks,
                                                 kinds=_kinds(include_prs, include_discussions), settings=settings))
     except BaseException:
@@ -209,18 +219,6 @@ def run_mine(store: Store, *, repos: list[str] | None, api: str, api_url: str | 
     if counts.get("failed"):
         notes.append(f"{counts['failed']} repositories failed: see `reprodiag mine --status`; re-run to retry")
     return StageReport(stage="mine", counts=counts, notes=notes)
-
-
-@contextmanager
-def _fewer_gc_passes() -> Iterator[None]:
-    """Collect cycles less often while mining: answers are large trees of fresh, acyclic dicts freed by
-    reference counting, and each full pass walks the whole heap (about a sixth of the client's CPU)."""
-    old = gc.get_threshold()
-    gc.set_threshold(max(old[0], 50_000), old[1], old[2])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
 
 
 def mine_status(store: Store) -> StageReport:
@@ -245,7 +243,7 @@ def mine_status(store: Store) -> StageReport:
 
 def estimate(store: Store, *, repos: list[str] | None, include_prs: bool, api: str, tokens_n: int | None,
              token_file: Path | None, api_url: str | None = None, tokens: list[Secret] | None = None,
-             threads_per_point: float = 50.0) -> StageReport:
+             threads_per_point: float = 50.0, shard: Shard | None = None) -> StageReport:
     """Expected points/requests and hours before spending anything.
 
     Counts come from the index (``reprodiag index --min-stars`` stores issue, PR and
@@ -255,7 +253,7 @@ def estimate(store: Store, *, repos: list[str] | None, include_prs: bool, api: s
     ``reprodiag bench mine``); REST: one request per 100 issues plus one per issue with
     comments (taken as all issues). Hours assume 5,000 points (or requests) per token per hour.
     """
-    chosen, notes = _select(store, repos)
+    chosen, notes = _select(store, repos, shard)
     meta = {r["repo"]: r["meta"] for r in store.repos()}
     totals = {"issues": 0, "pull_requests": 0, "discussions": 0}
     unknown = [r for r in chosen if "issues_count" not in meta.get(r, {})]

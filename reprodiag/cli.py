@@ -171,22 +171,29 @@ def mine(
     concurrency: Annotated[int, typer.Option(min=1, max=100, help="Concurrent requests per token.")] = 8,
     estimate: Annotated[bool, typer.Option(help="Print expected cost and time, spend nothing.")] = False,
     status: Annotated[bool, typer.Option(help="Print the per-repository status table.")] = False,
+    shard: Annotated[str | None, typer.Option(
+        help="Mine only part I of N of the repositories (stable hash of owner/name), e.g. 2/4; "
+             "fold the parts together with `reprodiag merge`.")] = None,
 ) -> None:
     """Fetch issues, discussions and all their comments into the workspace (resumable, incremental).
 
     Example: GITHUB_TOKEN=... reprodiag mine --repos facebookresearch/detr
+    Four machines: reprodiag -w part2 mine --shard 2/4   (then: reprodiag -w all merge part1 part2 part3 part4)
     """
     from miner import sync
+    from miner.sharding import Shard
 
+    part = Shard.parse(shard) if shard is not None else None
     store = _store()
     if status:
         _report(sync.mine_status(store))
     elif estimate:
         _report(sync.estimate(store, repos=repos or None, include_prs=include_prs, api=api.value,
-                              tokens_n=None, token_file=token_file, api_url=api_url))
+                              tokens_n=None, token_file=token_file, api_url=api_url, shard=part))
     else:
         _report(sync.run_mine(store, repos=repos or None, api=api.value, api_url=api_url, token_file=token_file,
-                              include_prs=include_prs, include_discussions=discussions, concurrency=concurrency))
+                              include_prs=include_prs, include_discussions=discussions, concurrency=concurrency,
+                              shard=part))
 
 
 # ---------------------------------------------------------------------------- extract
@@ -483,6 +490,20 @@ def demo(
     from reprodiag.demo import run_demo
 
     _report(run_demo(workspace_path(_state["workspace"]), out_dir=out_dir, replay=not no_replay))
+
+
+@app.command()
+def merge(
+    sources: Annotated[list[Path], typer.Argument(help="Workspaces to fold into the -w workspace.")],
+) -> None:
+    """Fold workspaces (e.g. the parts of `mine --shard I/N`) into this one, without duplicates: the newest
+    content of a thread wins, checkpoints and caches are merged; one transaction. Run `score` afterwards.
+
+    Example: reprodiag -w crawl merge part1 part2 part3 part4
+    """
+    from reprodiag.merge import merge_workspaces
+
+    _report(merge_workspaces(_store(), sources))
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""Garbage-collector policy for batch loops that allocate many short-lived objects.
+"""Garbage-collector policies for stages that allocate many short-lived, acyclic objects.
 
 CPython's cyclic collector runs after every 700 net allocations and, every
 so often, scans *every* live object: the imported libraries, the
@@ -13,6 +13,8 @@ never scanned again), turns automatic collection off, and hands the loop a
 ``collect()`` to call after each batch: it collects the young generations,
 so any cycles a batch did make are freed at the batch boundary and memory
 stays bounded by the batch. Everything is restored on exit, also on error.
+:func:`fewer_collections` is for loops without batch boundaries (the asynchronous miner): it only makes
+the young generation collect less often.
 """
 
 from __future__ import annotations
@@ -34,3 +36,15 @@ def batch_collection() -> Iterator[Callable[[], int]]:
         gc.unfreeze()
         if enabled:
             gc.enable()
+
+
+@contextmanager
+def fewer_collections(threshold: int = 50_000) -> Iterator[None]:
+    """Within the block: the youngest generation is collected after ``threshold`` net allocations (CPython's
+    default is 700), so full passes over the heap are rarer; the old thresholds come back on exit."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], threshold), old[1], old[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)

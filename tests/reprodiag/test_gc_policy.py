@@ -46,3 +46,12 @@ def test_the_policy_is_restored_after_an_error_and_when_it_was_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_fewer_collections_raises_the_young_threshold_and_restores_it() -> None:
+    from reprodiag.gc_policy import fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections(40_000):
+        assert gc.get_threshold()[0] == max(before[0], 40_000) and gc.isenabled()
+    assert gc.get_threshold() == before
