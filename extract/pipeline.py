@@ -27,7 +27,7 @@ from extract.relevance import classify
 from reprodiag import console
 from reprodiag.batching import batched
 from reprodiag.errors import UserError
-from reprodiag.schema import Record, SchemaError, StageReport, Thread, parse_thread
+from reprodiag.schema import FilterDecision, Record, SchemaError, StageReport, Thread, parse_thread
 
 #: Threads per transaction in workspace mode.
 BATCH = 200
@@ -104,9 +104,15 @@ def _write_jsonl(path: Path, docs: Iterable[dict[str, Any]]) -> None:
 
 
 def run_filter(store: Any, *, input: Path | None = None, output: Path | None = None,
-               skip_invalid: bool = False) -> StageReport:
+               skip_invalid: bool = False, engine: str = "local", ray_address: str | None = None) -> StageReport:
     """Decide every thread (workspace: all stored threads → decisions table; file: JSONL → JSONL;
-    ``skip_invalid``: bad lines go to a rejects file instead of stopping)."""
+    ``skip_invalid``: bad lines go to a rejects file instead of stopping). ``engine="ray"``: the workspace's
+    threads are decided by :func:`decide_docs` on Ray (:mod:`reprodiag.ray_engine`), same result."""
+    from reprodiag.ray_engine import check_engine
+
+    check_engine(engine, ray_address)
+    if engine == "ray" and input is not None:
+        raise UserError("--engine ray works on the workspace: drop --input, or use --engine local")
     if input is not None:
         got = read_threads_file(input, skip_invalid=skip_invalid)
         decisions = classify(got.threads)
@@ -117,7 +123,8 @@ def run_filter(store: Any, *, input: Path | None = None, output: Path | None = N
         return _with_skipped(_filter_report(decided, {"decisions": str(out)}), got)
     if store is None:
         raise UserError("filter needs a workspace or --input")
-    decided = _decide_stored(store, only_stale=False)
+    decided = (_decide_stored(store, only_stale=False) if engine == "local"
+               else _decide_stored_ray(store, only_stale=False, address=ray_address))
     outputs: dict[str, str] = {}
     if output is not None:
         _write_jsonl(output, (d.model_dump(mode="json") for d in store.iter_decisions()))
@@ -179,6 +186,44 @@ def _decide_stored(store: Any, *, only_stale: bool) -> _Decided:
     return out
 
 
+def _stale_docs(store: Any, only_stale: bool) -> Iterator[str]:
+    for tid, doc in store.paged("threads", "id", "doc"):
+        if only_stale and store.cache_get(_filter_key(tid)) == Thread.model_validate_json(doc).content_hash() and \
+                store.query("SELECT 1 FROM decisions WHERE thread_id=?", (tid,)):
+            continue
+        yield doc
+
+
+def decide_docs(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The filter's batch function over thread JSON documents (``cols["doc"]``): each thread's decision (JSON)
+    and content hash, same order. Pure: what ``--engine ray`` runs on the workers."""
+    threads = [Thread.model_validate_json(d) for d in cols["doc"]]
+    got = classify(threads)
+    return {"thread_id": [d.thread_id for d in got], "decision": [d.model_dump_json() for d in got],
+            "content_hash": [t.content_hash() for t in threads]}
+
+
+def _decide_stored_ray(store: Any, *, only_stale: bool, address: str | None) -> _Decided:
+    """:func:`_decide_stored` on Ray: pending threads exported, decided by :func:`decide_docs` in blocks of
+    ``BATCH``, each result block committed (decisions + content hashes) in one transaction as it arrives."""
+    import pyarrow as pa
+
+    from reprodiag.ray_engine import map_rows
+
+    out = _Decided()
+    for block in map_rows(({"doc": d} for d in _stale_docs(store, only_stale)), decide_docs,
+                          columns={"doc": pa.large_string()}, batch_size=BATCH, address=address):
+        got = [FilterDecision.model_validate_json(d) for d in block["decision"]]
+        with store.transaction():
+            store.put_decisions(got)
+            for tid, h in zip(block["thread_id"], block["content_hash"], strict=True):
+                store.cache_put(_filter_key(tid), h)
+        out.threads += len(got)
+        out.reproduction += sum(d.is_reproduction for d in got)
+        out.no_reply += sum("no_reply" in d.signals for d in got)
+    return out
+
+
 def _filter_report(decided: _Decided, outputs: dict[str, str]) -> StageReport:
     return StageReport(stage="filter", counts={"threads": decided.threads, "reproduction": decided.reproduction,
                                                "dropped": decided.threads - decided.reproduction,
@@ -216,6 +261,11 @@ def _signature(extractor: Extractor, backend: str, model: str | None, thread: Th
     """What a stored record was extracted from: backend, model, prompt/rules version and thread content.
 
     A record is re-extracted when any of them changes (e.g. rules first, then an LLM backend)."""
+    return f"{_signature_prefix(extractor, backend, model)}|{thread.content_hash()}"
+
+
+def _signature_prefix(extractor: Extractor, backend: str, model: str | None) -> str:
+    """:func:`_signature` without the thread's content hash."""
     from extract.rules import PROMPT_VERSION as RULES_VERSION
 
     version = RULES_VERSION if backend == "rules" else getattr(extractor, "prompt_version", None)
@@ -223,7 +273,7 @@ def _signature(extractor: Extractor, backend: str, model: str | None, thread: Th
         from extract.prompts import PROMPT_VERSION as version
     if backend == "rules":
         version += "+" + models_digest()
-    return "|".join((backend, model or "", version, thread.content_hash()))
+    return "|".join((backend, model or "", version))
 
 
 def models_digest() -> str:
@@ -294,11 +344,48 @@ def _stale_threads(store: Any, no_filter: bool, sig: Any, skipped: list[int]) ->
         yield t
 
 
+def extract_rules_docs(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The rules extractor's batch function over thread JSON documents (``cols["doc"]``): each thread's id,
+    record (JSON) and content hash, same order. Pure: what ``extract --engine ray`` runs on the workers."""
+    from extract.rules import RulesExtractor
+
+    threads = [Thread.model_validate_json(d) for d in cols["doc"]]
+    got = RulesExtractor().extract(threads)
+    return {"thread_id": [t.id for t in threads], "record": [r.model_dump_json() for r in got],
+            "content_hash": [t.content_hash() for t in threads]}
+
+
+def _extract_ray(todo: Iterable[Thread], store: Any, sig_prefix: str, records: _Extracted,
+                 address: str | None) -> None:
+    """The workspace's pending threads through :func:`extract_rules_docs` on Ray; each result block is
+    committed (records + signatures, former rejects cleared) in one transaction as it arrives."""
+    import pyarrow as pa
+
+    from reprodiag.ray_engine import map_rows
+
+    for block in map_rows(({"doc": t.model_dump_json()} for t in todo), extract_rules_docs,
+                          columns={"doc": pa.large_string()}, batch_size=BATCH, address=address):
+        got = [Record.model_validate_json(r) for r in block["record"]]
+        with store.transaction():
+            store.put_records(got)
+            for tid, h in zip(block["thread_id"], block["content_hash"], strict=True):
+                store.cache_put(_hash_key(tid), f"{sig_prefix}|{h}")
+            store.delete_rejects("extract", [r.thread_id for r in got])
+        records.add(got)
+
+
 def run_extract(store: Any, *, input: Path | None = None, output: Path | None = None, backend: str = "rules",
                 model: str | None = None, base_url: str | None = None, no_filter: bool = False,
                 concurrency: int = 8, batch: Path | None = None, collect: Path | None = None,
-                skip_invalid: bool = False) -> StageReport:
-    """Threads → records. See the module docstring for resumability; ``batch``/``collect`` use Batch API files."""
+                skip_invalid: bool = False, engine: str = "local", ray_address: str | None = None) -> StageReport:
+    """Threads → records. See the module docstring for resumability; ``batch``/``collect`` use Batch API files.
+    ``engine="ray"`` (workspace, rules backend): extraction on Ray (:func:`extract_rules_docs`), same result."""
+    from reprodiag.ray_engine import check_engine
+
+    check_engine(engine, ray_address)
+    if engine == "ray" and (input is not None or backend != "rules" or batch or collect):
+        raise UserError("extract --engine ray works on the workspace with --backend rules (LLM backends on Ray "
+                        "are not built yet): use --engine local")
     if (batch or collect) and backend not in ("openai", "anthropic"):
         raise UserError("--batch/--collect need --backend openai or anthropic")
     extractor = make_extractor(backend, model=model, base_url=base_url, store=store, concurrency=concurrency)
@@ -347,9 +434,11 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
         return StageReport(stage="extract", counts=counts, outputs=outputs, notes=notes)
     records = _Extracted(records=[] if file_mode else None)
     failures: dict[str, str] = {}
+    if engine == "ray":
+        _extract_ray(todo, store, _signature_prefix(extractor, backend, model), records, ray_address)
     with console.progress_bar() as prog:
         task = prog.add_task(f"extract ({backend})", total=total, status="")
-        for chunk in batched(todo, BATCH):
+        for chunk in batched(todo if engine == "local" else (), BATCH):
             _extract_chunk(chunk, extractor=extractor, store=None if file_mode else store, collect=collect,
                            failures=failures, records=records, sig=lambda t: _signature(extractor, backend,
                                                                                         model, t))

@@ -199,6 +199,9 @@ def mine(
 # ---------------------------------------------------------------------------- extract
 
 
+ENGINE_HELP = ("local (default, the reference) or ray: the stage's batch function on a Ray cluster "
+               "(pip install 'reprodiag[ray]'); the workspace is written by this process only.")
+RAY_ADDRESS_HELP = "A running Ray cluster (auto, ray://host:10001); default: a local one for this run."
 SKIP_INVALID_HELP = ("With --input: write malformed lines to <input>.rejects.jsonl (line number and reason) and "
                      "go on; without it the first bad line stops with one error.")
 
@@ -208,14 +211,18 @@ def filter_(
     input: Annotated[Path | None, typer.Option("--input", "-i", help="threads.jsonl (else the workspace).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="decisions.jsonl to write.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help=SKIP_INVALID_HELP)] = False,
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
 ) -> None:
     """Decide which threads are paper-reproduction threads (not software bug reports).
 
     Example: reprodiag filter --input threads.jsonl --output decisions.jsonl --skip-invalid
+    On Ray: reprodiag filter --engine ray [--ray-address auto]
     """
     from extract.pipeline import run_filter
 
-    _report(run_filter(None if input else _store(), input=input, output=output, skip_invalid=skip_invalid))
+    _report(run_filter(None if input else _store(), input=input, output=output, skip_invalid=skip_invalid,
+                       engine=engine, ray_address=ray_address))
 
 
 @app.command()
@@ -232,10 +239,13 @@ def extract(
     reasoning_effort: Annotated[Effort | None, typer.Option(help="OpenAI reasoning models (o-series, gpt-5): "
                                                             "low (default), medium or high.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help=SKIP_INVALID_HELP)] = False,
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP + " On Ray: --backend rules.")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
 ) -> None:
     """Turn relevant threads into grounded diagnosis records.
 
     Example: reprodiag extract --backend openai --model gpt-5-mini
+    On Ray: reprodiag extract --engine ray
     """
     from extract.pipeline import run_extract
 
@@ -243,7 +253,7 @@ def extract(
     store = _store()
     _report(run_extract(store, input=input, output=output, backend=backend.value, model=model, base_url=base_url,
                         no_filter=no_filter, concurrency=concurrency, batch=batch, collect=collect,
-                        skip_invalid=skip_invalid))
+                        skip_invalid=skip_invalid, engine=engine, ray_address=ray_address))
 
 
 class TrainPart(StrEnum):
@@ -293,6 +303,8 @@ def score(
         help="Put this repository's records in test (repeatable).")] = None,
     batch_size: Annotated[int, typer.Option(min=1, max=1_000_000, help="Records per batch: bounds memory; a "
                                             "killed run resumes from its finished batches.")] = 2_000,
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
 ) -> None:
     """Score, tag, redact, dedupe and split records.
 
@@ -305,7 +317,7 @@ def score(
 
     _report(run_score(None if input else _store(), input=input, output=output, threshold=threshold,
                       rejects=rejects, seed=seed, split_date=split_date, holdout_repos=holdout_repo or (),
-                      batch_size=batch_size))
+                      batch_size=batch_size, engine=engine, ray_address=ray_address))
 
 
 # ---------------------------------------------------------------------------- sandbox

@@ -49,7 +49,7 @@ from scoring.config import ScoreConfig
 from scoring.dedup import cluster_signatures
 from scoring.quality import DROP_ORDER
 from scoring.splits import SPLITS, assign_repo_splits
-from scoring.stage import BatchMeta, ScoreStage, batch_key
+from scoring.stage import BatchMeta, ScoreStage, batch_key, encode_batch
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 #: Records per batch (the unit of memory, of resumption and of a Ray block).
@@ -205,6 +205,102 @@ def _settings_key(config: ScoreConfig) -> str:
     return f"{SCORE_VERSION}|{json.dumps(per_record, sort_keys=True)}"
 
 
+@dataclass(frozen=True)
+class _Accepted:
+    """A batch's items parsed by the driver: what is to be scored, and what was rejected."""
+
+    records: list[RecordLike]
+    docs: list[dict[str, Any] | None]
+    raws: list[bytes]
+    rejects: list[Reject]
+    before: list[str]
+    ids: set[str]
+
+
+def _accept(batch: Sequence[_Item], seen: set[str]) -> _Accepted:
+    """Parse a batch; a bad item is rejected with its reason, a repeated id keeps its first occurrence."""
+    out = _Accepted([], [], [], [], [], set())
+    for it in batch:
+        got = _parse(it)
+        if isinstance(got, Reject):
+            out.rejects.append(got)
+            continue
+        tid = got[0].thread_id
+        if tid in seen or tid in out.ids:
+            out.rejects.append(Reject(it.line, tid, _DUPLICATE_ID))
+            if tid in seen:
+                out.before.append(tid)
+        else:
+            out.ids.add(tid)
+            out.records.append(got[0])
+            out.docs.append(got[1])
+            out.raws.append(it.raw)  # type: ignore[arg-type]
+    return out
+
+
+def score_raws(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """``score``'s batch function on Ray: each row is one batch (``raws``: its accepted items, ``settings``:
+    the ScoreConfig JSON); returns the stage's encoding of the scored batch (:func:`scoring.stage.encode_batch`)
+    and its redaction counts. Parsing here repeats the driver's, so the result is the local one."""
+    out: dict[str, list[Any]] = {"ordinal": [], "light": [], "docs": [], "redactions": []}
+    for ordinal, raws, settings in zip(cols["ordinal"], cols["raws"], cols["settings"], strict=True):
+        config = ScoreConfig.model_validate_json(settings)
+        got = [_parse(_Item(None, None, raw)) for raw in raws]
+        scored = score_records([g[0] for g in got], config, [g[1] for g in got])  # type: ignore[index]
+        light, docs = encode_batch(scored)
+        out["ordinal"].append(ordinal)
+        out["light"].append(light)
+        out["docs"].append(docs)
+        out["redactions"].append(json.dumps(scored.redactions))
+    return out
+
+
+def _score_pass_ray(items: Iterable[_Item], stage: ScoreStage, config: ScoreConfig, batch_size: int,
+                    address: str | None) -> tuple[list[Reject], Counter[str], int]:
+    """:func:`_score_pass` with the batch function on Ray: the driver reads, parses and de-duplicates (as
+    locally), exports the batches the stage does not hold, and commits each scored batch as it comes back."""
+    import pyarrow as pa
+
+    from reprodiag.ray_engine import map_rows
+
+    skey = _settings_key(config)
+    settings = config.model_dump_json()
+    seen: set[str] = set()
+    rejects: list[Reject] = []
+    counts: Counter[str] = Counter()
+    pending: dict[int, tuple[str, BatchMeta]] = {}
+    reused = 0
+
+    def rows() -> Iterator[dict[str, Any]]:
+        nonlocal reused
+        for ordinal, batch in enumerate(batched(items, batch_size)):
+            key = batch_key(skey, ordinal, [it.raw if it.raw is not None else (it.error or "").encode()
+                                            for it in batch])
+            meta = stage.reuse(key, ordinal, seen)
+            if meta is not None:
+                reused += 1
+                rejects.extend(Reject(*r) for r in meta.rejects)
+                counts.update(meta.redactions)
+                continue
+            acc = _accept(batch, seen)
+            seen.update(acc.ids)
+            rejects.extend(acc.rejects)
+            pending[ordinal] = (key, BatchMeta(tuple((b.line, b.thread_id, b.reason) for b in acc.rejects),
+                                               tuple(acc.before)))
+            yield {"ordinal": ordinal, "raws": acc.raws, "settings": settings}
+
+    columns = {"ordinal": pa.int64(), "raws": pa.large_list(pa.large_binary()), "settings": pa.large_string()}
+    for block in map_rows(rows(), score_raws, columns=columns, batch_size=1, address=address, rows_per_file=8):
+        for ordinal, light, docs, red in zip(block["ordinal"], block["light"], block["docs"], block["redactions"],
+                                             strict=True):
+            key, meta = pending.pop(ordinal)
+            redactions = json.loads(red)
+            stage.put_encoded(key, ordinal, light, docs,
+                              BatchMeta(meta.rejects, meta.seen_before, redactions))
+            counts.update(redactions)
+    return rejects, counts, reused
+
+
 def _score_pass(items: Iterable[_Item], stage: ScoreStage, config: ScoreConfig,
                 batch_size: int) -> tuple[list[Reject], Counter[str], int]:
     """Pass 1 over ``items``; returns the rejects, redaction counts and how many batches were reused.
@@ -232,30 +328,12 @@ def _one_batch(ordinal: int, batch: Sequence[_Item], stage: ScoreStage, skey: st
         rejects.extend(Reject(*r) for r in meta.rejects)
         counts.update(meta.redactions)
         return 1
-    records: list[RecordLike] = []
-    docs: list[dict[str, Any] | None] = []
-    bad: list[Reject] = []
-    before: list[str] = []
-    in_batch: set[str] = set()
-    for it in batch:
-        got = _parse(it)
-        if isinstance(got, Reject):
-            bad.append(got)
-            continue
-        tid = got[0].thread_id
-        if tid in seen or tid in in_batch:
-            bad.append(Reject(it.line, tid, _DUPLICATE_ID))
-            if tid in seen:
-                before.append(tid)
-        else:
-            in_batch.add(tid)
-            records.append(got[0])
-            docs.append(got[1])
-    scored = score_records(records, config, docs)
-    stage.put(key, ordinal, scored, BatchMeta(tuple((b.line, b.thread_id, b.reason) for b in bad), tuple(before),
-                                              scored.redactions))
-    seen.update(in_batch)
-    rejects.extend(bad)
+    acc = _accept(batch, seen)
+    scored = score_records(acc.records, config, acc.docs)
+    stage.put(key, ordinal, scored, BatchMeta(tuple((b.line, b.thread_id, b.reason) for b in acc.rejects),
+                                              tuple(acc.before), scored.redactions))
+    seen.update(acc.ids)
+    rejects.extend(acc.rejects)
     counts.update(scored.redactions)
     return 0
 
@@ -377,8 +455,9 @@ class _Scored:
 
 
 def _score_into(items: Iterable[_Item], stage: ScoreStage, config: ScoreConfig,
-                batch_size: int = BATCH) -> _Scored:
-    bad, counts, reused = _score_pass(items, stage, config, batch_size)
+                batch_size: int = BATCH, engine: str = "local", address: str | None = None) -> _Scored:
+    bad, counts, reused = (_score_pass(items, stage, config, batch_size) if engine == "local"
+                           else _score_pass_ray(items, stage, config, batch_size, address))
     light = stage.light()
     decisions = _decide(light, config)
     redaction = RedactionCounts.of(counts)
@@ -448,7 +527,8 @@ def _stage_path(store: Store | None, output: Path | None) -> Path | None:
 def run_score(store: Store | None, *, input: Path | None, output: Path | None, threshold: int = 4,
               rejects: Path | None = None, seed: int = 0, config: ScoreConfig | None = None,
               split_date: str | date | datetime | None = None,
-              holdout_repos: Iterable[str] = (), batch_size: int = BATCH) -> StageReport:
+              holdout_repos: Iterable[str] = (), batch_size: int = BATCH, engine: str = "local",
+              ray_address: str | None = None) -> StageReport:
     """Score the workspace records (``store``) or ``input`` (JSONL/Parquet) into the store and/or ``output``.
 
     Workspace mode (``input`` is None) replaces the ``scored`` table and this
@@ -461,8 +541,12 @@ def run_score(store: Store | None, *, input: Path | None, output: Path | None, t
     (``YYYY-MM-DD``, UTC): time-based split (train before, test from that day
     on); ``holdout_repos``: repositories whose records all go to test. Both
     are ignored when ``config`` is given. ``batch_size``: records per batch (memory, and the unit a killed
-    run resumes from; the result does not depend on it).
+    run resumes from; the result does not depend on it). ``engine="ray"``: the batches are scored on Ray
+    (:mod:`reprodiag.ray_engine`; the corpus-level pass stays here), same result.
     """
+    from reprodiag.ray_engine import check_engine
+
+    check_engine(engine, ray_address)
     if batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {batch_size}")
     if config is None:
@@ -489,7 +573,7 @@ def run_score(store: Store | None, *, input: Path | None, output: Path | None, t
         stage = ScoreStage(path, _settings_key(config))
         items = (_file_items(Path(input)) if input is not None
                  else _store_items(store, batch_size))  # type: ignore[arg-type]
-        got = _score_into(items, stage, config, batch_size)
+        got = _score_into(items, stage, config, batch_size, engine, ray_address)
         bad, report, reused = got.rejects, got.report, got.reused
         if output is not None:
             _write_jsonl(Path(output), (doc for *_, doc in _final_rows(stage, got.light, got.decisions)),

@@ -45,6 +45,13 @@ def batch_key(settings_key: str, ordinal: int, raws: Sequence[bytes]) -> str:
     return h.hexdigest()
 
 
+def encode_batch(batch: ScoredBatch) -> tuple[bytes, bytes]:
+    """A scored batch as the stage stores it: its light columns (Arrow IPC) and its documents' pieces."""
+    light = io.BytesIO()
+    batch.light.write_ipc(light, compression="uncompressed")
+    return light.getvalue(), _DOC.join(_PIECE.join(p.encode() for p in pieces) for pieces in batch.docs)
+
+
 def _unlink(path: Path) -> None:
     for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         p.unlink(missing_ok=True)
@@ -118,11 +125,12 @@ class ScoreStage:
     def put(self, key: str, ordinal: int, batch: ScoredBatch, meta: BatchMeta) -> None:
         """Store one scored batch as this run's ``ordinal``-th (one row, one transaction; batches may be put
         in any order)."""
-        light = io.BytesIO()
-        batch.light.write_ipc(light, compression="uncompressed")
-        docs = _DOC.join(_PIECE.join(p.encode() for p in pieces) for pieces in batch.docs)
+        self.put_encoded(key, ordinal, *encode_batch(batch), meta)
+
+    def put_encoded(self, key: str, ordinal: int, light: bytes, docs: bytes, meta: BatchMeta) -> None:
+        """:meth:`put` of a batch already encoded by :func:`encode_batch` (e.g. on a Ray worker)."""
         self._conn.execute("INSERT OR REPLACE INTO score_batches(key, run, ord, meta, light, docs) "
-                           "VALUES (?,?,?,?,?,?)", (key, self.run, ordinal, meta.dumps(), light.getvalue(), docs))
+                           "VALUES (?,?,?,?,?,?)", (key, self.run, ordinal, meta.dumps(), light, docs))
 
     def _blobs(self, col: str) -> Iterator[bytes]:
         """One column of this run's batches in input order, one row read at a time (the order is read first,

@@ -1,0 +1,164 @@
+"""--engine ray on a local Ray cluster (one per test module: 2 CPUs, no dashboard, small object store):
+the same workspace as --engine local, a worker killed mid-run still gives the complete result."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from extract.pipeline import run_filter
+from reprodiag.errors import UserError
+from reprodiag.ray_engine import check_engine, map_rows
+from reprodiag.sample import load_sample_threads
+from reprodiag.schema import Record
+from reprodiag.store import Store
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=128 * 2**20, log_to_driver=False,
+                 configure_logging=False)
+    except Exception as exc:  # noqa: BLE001 - a machine where Ray cannot start its processes
+        pytest.skip(f"cannot start a local Ray cluster here: {exc}")
+    yield
+    ray.shutdown()
+
+
+def _workspace(root: Path) -> Store:
+    s = Store(root)
+    s.upsert_threads(load_sample_threads())
+    return s
+
+
+def _decisions(s: Store) -> list[str]:
+    return sorted(d.model_dump_json() for d in s.iter_decisions())
+
+
+def _hashes(s: Store) -> list[tuple[str, str]]:
+    return sorted((k, v) for k, v in s.query("SELECT key, value FROM cache WHERE key LIKE 'filter-hash:%'"))
+
+
+def test_filter_on_ray_gives_the_local_workspace(tmp_path: Path) -> None:
+    local, remote = _workspace(tmp_path / "local"), _workspace(tmp_path / "ray")
+    a = run_filter(local)
+    b = run_filter(remote, engine="ray")
+    assert a.counts == b.counts and a.counts["threads"] == len(load_sample_threads())
+    assert _decisions(local) == _decisions(remote) and _decisions(local)
+    assert _hashes(local) == _hashes(remote)
+    again = run_filter(remote, engine="ray")  # a rerun decides the same threads the same way
+    assert again.counts == a.counts and _decisions(remote) == _decisions(local)
+
+
+def test_a_worker_killed_mid_run_still_gives_the_complete_result(tmp_path: Path) -> None:
+    marker = tmp_path / "killed-once"
+
+    def double(cols: dict[str, list[int]]) -> dict[str, list[int]]:
+        if 40 in cols["x"] and not marker.exists():
+            marker.write_text("x")
+            os._exit(1)  # the worker process dies: Ray retries the task elsewhere
+        return {"x": cols["x"], "y": [v * 2 for v in cols["x"]]}
+
+    import pyarrow as pa
+
+    got = [b for b in map_rows(({"x": i} for i in range(100)), double, columns={"x": pa.int64()}, batch_size=10,
+                               rows_per_file=25)]
+    xs = [x for b in got for x in b["x"]]
+    assert marker.exists()
+    assert xs == list(range(100))
+    assert [y for b in got for y in b["y"]] == [2 * x for x in xs]
+
+
+def test_no_rows_runs_nothing() -> None:
+    import pyarrow as pa
+
+    assert list(map_rows(iter(()), lambda c: c, columns={"x": pa.int64()}, batch_size=10)) == []
+
+
+@pytest.mark.parametrize(("engine", "address", "msg"), [("spark", None, "--engine must be"),
+                                                         ("local", "auto", "--ray-address needs --engine ray")])
+def test_engine_options_are_checked(engine: str, address: str | None, msg: str) -> None:
+    with pytest.raises(UserError, match=msg):
+        check_engine(engine, address)
+
+
+def test_ray_needs_the_workspace(tmp_path: Path) -> None:
+    src = tmp_path / "t.jsonl"
+    src.write_text("", encoding="utf-8")
+    with pytest.raises(UserError, match="works on the workspace"):
+        run_filter(None, input=src, engine="ray")
+
+
+def test_score_on_ray_gives_the_local_result(tmp_path: Path) -> None:
+    """File mode and workspace mode, with small batches so several go through Ray, a bad line and a repeated
+    id among them: the same scored documents, rejects and report as --engine local."""
+    import gzip
+
+    from scoring.pipeline import run_score
+
+    src = Path(__file__).resolve().parents[2] / "scoring" / "data" / "real_records.jsonl.gz"
+    with gzip.open(src, "rt", encoding="utf-8") as fh:
+        lines = [next(fh) for _ in range(300)]
+    lines.insert(50, "{not json\n")
+    lines.insert(120, lines[10])  # a repeated thread id: the first occurrence is kept
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(lines), encoding="utf-8")
+    out = {}
+    for engine in ("local", "ray"):
+        rep = run_score(None, input=records, output=tmp_path / f"{engine}.jsonl", rejects=tmp_path / f"{engine}.rej",
+                        batch_size=64, engine=engine)
+        out[engine] = (rep.counts, (tmp_path / f"{engine}.jsonl").read_bytes(), (tmp_path / f"{engine}.rej").read_bytes())
+    assert out["local"] == out["ray"]
+    assert out["ray"][0]["rejects"] == 2 and out["ray"][0]["records"] == 300
+    ws_local, ws_ray = Store(tmp_path / "wl"), Store(tmp_path / "wr")
+    recs = [Record.model_validate_json(line) for line in lines if not line.startswith("{not")]
+    for ws in (ws_local, ws_ray):
+        ws.put_records(recs)
+    run_score(ws_local, input=None, output=None, batch_size=64)
+    run_score(ws_ray, input=None, output=None, batch_size=64, engine="ray")
+    docs = [sorted(r.model_dump_json() for r in ws.iter_scored(kept_only=False)) for ws in (ws_local, ws_ray)]
+    assert docs[0] == docs[1] and docs[0]
+
+
+def test_cli_filter_on_its_own_local_ray_and_a_clear_error_without_ray(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    ws = tmp_path / "ws"
+    _workspace(ws).close()
+    ok = cli("-q", "filter", "--engine", "ray", workspace=ws, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    import json
+
+    assert json.loads(ok.stdout.strip().splitlines()[-1])["counts"]["threads"] == len(load_sample_threads())
+    bad = cli("filter", "--engine", "spark", workspace=ws)
+    assert bad.returncode == 2 and "--engine must be local or ray" in bad.stderr and "Traceback" not in bad.stderr
+    import subprocess
+    import sys
+
+    no_ray = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['ray'] = None; from reprodiag.cli import main; "
+                               "sys.argv = ['reprodiag', '-w', sys.argv[1], 'filter', '--engine', 'ray']; sys.exit(main())",
+         str(ws)], capture_output=True, text=True, timeout=120)
+    assert no_ray.returncode == 2 and "pip install 'reprodiag[ray]'" in no_ray.stderr
+    assert len(no_ray.stderr.strip().splitlines()) == 1
+
+
+def test_extract_on_ray_gives_the_local_workspace_and_skips_what_is_done(tmp_path: Path) -> None:
+    from extract.pipeline import run_extract
+
+    local, remote = _workspace(tmp_path / "local"), _workspace(tmp_path / "ray")
+    a = run_extract(local)
+    b = run_extract(remote, engine="ray")
+    assert a.counts == b.counts and a.counts["records"] > 10
+    recs = [sorted(r.model_dump_json() for r in s.iter_records()) for s in (local, remote)]
+    assert recs[0] == recs[1]
+    sigs = [sorted(s.query("SELECT key, value FROM cache WHERE key NOT LIKE 'filter-hash:%'")) for s in (local, remote)]
+    assert sigs[0] == sigs[1]
+    again = run_extract(remote, engine="ray")  # nothing left to do: no Ray job, every thread skipped
+    assert again.counts["records"] == 0 and again.counts["skipped_unchanged"] == a.counts["records"]
+    with pytest.raises(UserError, match="--backend rules"):
+        run_extract(remote, engine="ray", backend="openai", model="m")
