@@ -40,11 +40,16 @@ class AnthropicExtractor(LLMExtractor):
 
         key = api_key("ANTHROPIC_API_KEY", env)
         assert key is not None
-        self._client = anthropic.AsyncAnthropic(api_key=key.get(), base_url=base_url, max_retries=0,
-                                                timeout=timeout_s)
+
+        def client() -> Any:
+            return anthropic.AsyncAnthropic(api_key=key.get(), base_url=base_url, max_retries=0, timeout=timeout_s)
+
+        self._new_client = client
+        self._client = client()
 
     async def _close(self) -> None:
         await self._client.close()
+        self._client = self._new_client()  # the next extract() (the next chunk of a run) gets an open client
 
     def _params(self, system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         # the fixed tool schema and system prompt come first and are marked for Anthropic's prompt cache

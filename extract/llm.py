@@ -111,6 +111,9 @@ class LLMExtractor(Extractor):
         self.usage = Usage()
         self.failures: dict[str, str] = {}
         self.cache_hits = 0
+        #: The answers this extractor obtained from the provider (thread id → answer document), for a caller
+        #: that keeps the cache itself (``extract --engine ray``: workers have no workspace).
+        self.answers: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ provider hooks
 
@@ -184,8 +187,9 @@ class LLMExtractor(Extractor):
                     {"role": "user", "content": reask_message(last_error)},
                 ]
                 continue
+            self.answers[thread.id] = answer.model_dump(mode="json")
             if self.store is not None:
-                self.store.cache_put(key, answer.model_dump(mode="json"))
+                self.store.cache_put(key, self.answers[thread.id])
             return self._record(thread, answer)
         raise AnswerError(last_error)  # pragma: no cover - loop always returns or raises
 

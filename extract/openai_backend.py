@@ -41,8 +41,13 @@ class OpenAIExtractor(LLMExtractor):
         import openai
 
         key = api_key(self.key_name, env, required=self.key_required)
-        self._client = openai.AsyncOpenAI(api_key=key.get() if key else "not-needed", base_url=base_url,
-                                          max_retries=0, timeout=timeout_s)
+
+        def client() -> Any:
+            return openai.AsyncOpenAI(api_key=key.get() if key else "not-needed", base_url=base_url,
+                                      max_retries=0, timeout=timeout_s)
+
+        self._new_client = client
+        self._client = client()
         self.response_format: dict[str, Any] = RESPONSE_FORMAT
         from extract.openai_params import ParamPolicy
 
@@ -52,6 +57,7 @@ class OpenAIExtractor(LLMExtractor):
 
     async def _close(self) -> None:
         await self._client.close()
+        self._client = self._new_client()  # the next extract() (the next chunk of a run) gets an open client
 
     def _params(self, system: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return {"model": self.model, "messages": [{"role": "system", "content": system}, *messages],

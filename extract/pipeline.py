@@ -355,6 +355,96 @@ def extract_rules_docs(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
             "content_hash": [t.content_hash() for t in threads]}
 
 
+@dataclass(frozen=True)
+class LLMBatch:
+    """An LLM backend's batch function for ``extract --engine ray``: a fresh extractor (no workspace) per
+    batch, ``concurrency`` requests in flight on each worker. API keys come from the workers' environment
+    (a local cluster inherits this process's); they never travel with the task."""
+
+    backend: str
+    model: str | None
+    base_url: str | None
+    concurrency: int
+
+    def __call__(self, cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        threads = [Thread.model_validate_json(d) for d in cols["doc"]]
+        ex = make_extractor(self.backend, model=self.model, base_url=self.base_url, concurrency=self.concurrency)
+        got = {r.thread_id: r for r in ex.extract(threads)}
+        fails = dict(getattr(ex, "failures", {}))
+        answers = getattr(ex, "answers", {})
+        u = getattr(ex, "usage", None)
+        n = len(threads)
+        usage = [u.input_tokens, u.output_tokens, u.calls, u.cached_input_tokens, u.cache_write_tokens] if u else [0] * 5
+        return {"thread_id": [t.id for t in threads],
+                "record": [got[t.id].model_dump_json() if t.id in got else "" for t in threads],
+                "answer": [json.dumps(answers[t.id]) if t.id in answers else "" for t in threads],
+                "failure": [fails.get(t.id, "") if t.id not in got else "" for t in threads],
+                "content_hash": [t.content_hash() for t in threads],
+                "usage": [usage if i == 0 else [0] * 5 for i in range(n)]}
+
+
+def _extract_llm_ray(todo: Iterable[Thread], store: Any, extractor: Extractor, fn: LLMBatch, sig_prefix: str,
+                     records: _Extracted, failures: dict[str, str], address: str | None) -> None:
+    """An LLM backend on Ray: threads whose answer the workspace cache holds are recorded here without a
+    request; the others go to the workers in blocks; each result block is committed here (records,
+    answers under the local cache keys, signatures, one reject per failed thread) in one transaction."""
+    import pyarrow as pa
+
+    from extract.answer import LLMAnswer
+    from extract.pricing import Usage
+    from reprodiag.ray_engine import map_rows
+
+    def commit(got: list[Record], answers: dict[str, Any], hashes: dict[str, str], fails: dict[str, str]) -> None:
+        with store.transaction():
+            store.put_records(got)
+            for k, a in answers.items():
+                store.cache_put(k, a)
+            for tid, h in hashes.items():
+                store.cache_put(_hash_key(tid), f"{sig_prefix}|{h}")
+            if fails:
+                store.put_rejects("extract", sorted(fails.items()))
+            store.delete_rejects("extract", [r.thread_id for r in got])
+        failures.update(fails)
+        records.add(got)
+
+    keys: dict[str, str] = {}
+    hits: list[tuple[Record, str]] = []
+
+    def commit_hits() -> None:
+        commit([r for r, _ in hits], {}, {r.thread_id: h for r, h in hits}, {})
+        hits.clear()
+
+    def pending() -> Iterator[dict[str, Any]]:
+        for t in todo:
+            key = extractor.cache_key(t)  # type: ignore[attr-defined]
+            hit = store.cache_get(key)
+            if hit is not None:  # answered before (e.g. by a killed run): no request
+                hits.append((extractor._record(t, LLMAnswer.model_validate(hit)), t.content_hash()))  # type: ignore[attr-defined]
+                extractor.cache_hits += 1  # type: ignore[attr-defined]
+                if len(hits) >= BATCH:
+                    commit_hits()
+                continue
+            keys[t.id] = key
+            yield {"doc": t.model_dump_json()}
+
+    cols = {"doc": pa.large_string()}
+    usage = Usage()
+    # latency-bound: small blocks, so every worker has requests in flight (a block is one task)
+    size = max(4 * fn.concurrency, 8)
+    for block in map_rows(pending(), fn, columns=cols, batch_size=size, address=address, rows_per_file=size):
+        got = [Record.model_validate_json(r) for r in block["record"] if r]
+        answers = {keys[tid]: json.loads(a) for tid, a in zip(block["thread_id"], block["answer"], strict=True) if a}
+        hashes = {tid: h for tid, h, r in zip(block["thread_id"], block["content_hash"], block["record"], strict=True)
+                  if r}
+        fails = {tid: f for tid, f in zip(block["thread_id"], block["failure"], strict=True) if f}
+        commit(got, answers, hashes, fails)
+        for u in block["usage"]:
+            usage = usage + Usage(*u)
+    if hits:
+        commit_hits()
+    extractor.usage = extractor.usage + usage  # type: ignore[attr-defined]
+
+
 def _extract_ray(todo: Iterable[Thread], store: Any, sig_prefix: str, records: _Extracted,
                  address: str | None) -> None:
     """The workspace's pending threads through :func:`extract_rules_docs` on Ray; each result block is
@@ -383,9 +473,9 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
     from reprodiag.ray_engine import check_engine
 
     check_engine(engine, ray_address)
-    if engine == "ray" and (input is not None or backend != "rules" or batch or collect):
-        raise UserError("extract --engine ray works on the workspace with --backend rules (LLM backends on Ray "
-                        "are not built yet): use --engine local")
+    if engine == "ray" and (input is not None or batch or collect):
+        raise UserError("extract --engine ray works on the workspace (no --input, --batch or --collect): "
+                        "use --engine local")
     if (batch or collect) and backend not in ("openai", "anthropic"):
         raise UserError("--batch/--collect need --backend openai or anthropic")
     extractor = make_extractor(backend, model=model, base_url=base_url, store=store, concurrency=concurrency)
@@ -434,8 +524,12 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
         return StageReport(stage="extract", counts=counts, outputs=outputs, notes=notes)
     records = _Extracted(records=[] if file_mode else None)
     failures: dict[str, str] = {}
-    if engine == "ray":
+    if engine == "ray" and backend == "rules":
         _extract_ray(todo, store, _signature_prefix(extractor, backend, model), records, ray_address)
+    elif engine == "ray":
+        _extract_llm_ray(todo, store, extractor, LLMBatch(backend, model or getattr(extractor, "model", None),
+                                                          base_url, concurrency),
+                         _signature_prefix(extractor, backend, model), records, failures, ray_address)
     with console.progress_bar() as prog:
         task = prog.add_task(f"extract ({backend})", total=total, status="")
         for chunk in batched(todo if engine == "local" else (), BATCH):

@@ -561,14 +561,27 @@ def bench_extract(
     set_: Annotated[RealSet, typer.Option("--set", help="Real-thread corpus part(s) to measure.")] = RealSet.both,
     seed: Annotated[int, typer.Option(help="Seed of the folds and the bootstrap.")] = 0,
     concurrency: Annotated[int, typer.Option(min=1, max=256)] = 8,
+    engine: Annotated[str | None, typer.Option(
+        help="ray: instead of accuracy, time extraction through a loopback OpenAI-protocol server with "
+             "--latency-ms, local vs a local Ray cluster.")] = None,
+    threads: Annotated[int, typer.Option(min=1, max=100_000, help="With --engine ray: threads to extract.")] = 400,
+    latency_ms: Annotated[float, typer.Option(min=0, max=10_000, help="With --engine ray: server latency.")] = 300.0,
 ) -> None:
     """Filter precision / recall / false-positive rate, error type, is_resolved and value accuracy on the
     real-thread corpus (dev cross-validated, frozen test) and the older sets, each with a 95% interval.
 
     Example: reprodiag bench extract --backend openai --model gpt-5-mini --set test
+    Throughput on Ray: reprodiag bench extract --engine ray --threads 400 --latency-ms 300
     """
     from extract.bench import run_bench, run_llm_bench
 
+    if engine is not None:
+        if engine != "ray":
+            raise UserError(f"bench extract --engine takes ray, got {engine!r}")
+        from extract.bench_engine import run_engine_bench
+
+        _report(run_engine_bench(n=threads, latency_ms=latency_ms, concurrency=concurrency))
+        return
     sets = ("dev", "test") if set_ is RealSet.both else (set_.value,)
     if backend is Backend.rules:
         _report(run_bench(dev_set=dev_set, real_sets=sets, seed=seed))

@@ -72,6 +72,9 @@ def ray_session(address: str | None = None, *, num_cpus: int | None = None) -> I
 
 
 def _quiet(ray: Any) -> None:
+    import logging
+
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
@@ -122,7 +125,7 @@ def map_rows(rows: Iterable[dict[str, Any]], fn: Callable[[dict[str, list[Any]]]
         if not total:
             return
         with ray_session(address) as ray:
-            ds = ray.data.read_parquet(files, ray_remote_args={"max_retries": MAX_RETRIES})
+            ds = ray.data.read_parquet(files)
             out = ds.map_batches(_Apply(fn), batch_size=batch_size, batch_format="pyarrow", zero_copy_batch=True,
                                  max_retries=MAX_RETRIES)
             for block in out.iter_batches(batch_size=None, batch_format="pyarrow"):

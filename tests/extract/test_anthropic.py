@@ -71,3 +71,11 @@ def test_message_batches_round_trip(anthropic_server, tmp_path) -> None:
     recs = ex.collect(threads, out)
     assert sorted(r.thread_id for r in recs) == sorted(t.id for t in threads[:3])
     assert threads[3].id in ex.failures
+
+
+def test_one_extractor_serves_several_chunks(anthropic_server) -> None:
+    a, b = llm_thread(11), llm_thread(12)
+    anthropic_server.script(Reply.json(answer_for(a)), Reply.json(answer_for(b)))
+    ex = _ex(anthropic_server)
+    assert len(ex.extract([a])) == 1
+    assert len(ex.extract([b])) == 1 and not ex.failures

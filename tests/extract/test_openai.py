@@ -149,3 +149,13 @@ def test_json_wrapped_in_prose_is_read_without_a_reask(openai_server) -> None:
     [r] = ex.extract([t])
     assert len(openai_server.api_requests("/v1/chat/completions")) == 1
     assert r.symptom.paper_value == 32.7 and r.root_cause == answer_for(t)["root_cause"]
+
+
+def test_one_extractor_serves_several_chunks(openai_server) -> None:
+    """A workspace run calls extract() once per chunk of 200 threads; the SDK client closed at the end of one
+    call must not be the one the next call uses (runs over 200 threads failed with 'client has been closed')."""
+    a, b = llm_thread(11), llm_thread(12)
+    openai_server.script(Reply.json(answer_for(a)), Reply.json(answer_for(b)))
+    ex = _ex(openai_server)
+    assert len(ex.extract([a])) == 1
+    assert len(ex.extract([b])) == 1 and not ex.failures

@@ -15,13 +15,17 @@ from reprodiag.ray_engine import check_engine, map_rows
 from reprodiag.sample import load_sample_threads
 from reprodiag.schema import Record
 from reprodiag.store import Store
+from tests.fakes.llm_fixtures import openai_server  # noqa: F401, F811
 
 ray = pytest.importorskip("ray")
+OPENAI_KEY = "sk-test-RAYSECRET0123456789"
 pytestmark = pytest.mark.ray
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster() -> Iterator[None]:
+    # the workers of a local cluster inherit this environment (API keys never travel with a task)
+    os.environ.setdefault("OPENAI_API_KEY", OPENAI_KEY)
     try:
         ray.init(num_cpus=2, include_dashboard=False, object_store_memory=128 * 2**20, log_to_driver=False,
                  configure_logging=False)
@@ -160,5 +164,65 @@ def test_extract_on_ray_gives_the_local_workspace_and_skips_what_is_done(tmp_pat
     assert sigs[0] == sigs[1]
     again = run_extract(remote, engine="ray")  # nothing left to do: no Ray job, every thread skipped
     assert again.counts["records"] == 0 and again.counts["skipped_unchanged"] == a.counts["records"]
-    with pytest.raises(UserError, match="--backend rules"):
-        run_extract(remote, engine="ray", backend="openai", model="m")
+    src = tmp_path / "threads.jsonl"
+    src.write_text("", encoding="utf-8")
+    with pytest.raises(UserError, match="works on the workspace"):
+        run_extract(None, input=src, engine="ray")
+
+
+
+def test_llm_extract_on_ray_matches_local_with_failing_rows_and_a_rerun_asks_only_for_them(
+        tmp_path: Path, openai_server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001, F811
+    """30 threads through the fake OpenAI server: every 10th answer is malformed (a reject, after its re-ask),
+    thread 3 gets a 429 first and thread 7 a malformed 500 first (both retried); Ray and local give the
+    same records, rejects and cache; a rerun on Ray asks again only for the 3 failed threads."""
+    from extract.pipeline import run_extract
+    from tests.extract.llm_helpers import answer_for, llm_thread, thread_number
+    from tests.fakes.llm_server import Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", os.environ["OPENAI_API_KEY"])
+    threads = [llm_thread(i) for i in range(30)]
+    first_seen: set[int] = set()
+
+    def responder(req):  # noqa: ANN001, ANN202
+        n = thread_number(req.prompt_text)
+        if n in (3, 7) and n not in first_seen:
+            first_seen.add(n)
+            return Reply.error(429, retry_after=0.01) if n == 3 else Reply.error(500, body="{not json")
+        return Reply.of_text("{oops") if n % 10 == 0 else Reply.json(answer_for(threads[n]))
+
+    openai_server.responder = responder
+    reps, stores = {}, {}
+    for engine in ("local", "ray"):
+        first_seen.clear()
+        s = Store(tmp_path / engine)
+        s.upsert_threads(threads)
+        reps[engine] = run_extract(s, backend="openai", model="gpt-4o-mini", base_url=openai_server.base_url,
+                                   no_filter=True, concurrency=4, engine=engine)
+        stores[engine] = s
+    for k in ("records", "failed", "threads"):
+        assert reps["local"].counts[k] == reps["ray"].counts[k]
+    assert reps["ray"].counts["records"] == 27 and reps["ray"].counts["failed"] == 3
+    local, remote = stores["local"], stores["ray"]
+    assert sorted(r.model_dump_json() for r in local.iter_records()) == \
+        sorted(r.model_dump_json() for r in remote.iter_records())
+    assert local.query("SELECT item_id FROM rejects ORDER BY 1") == remote.query("SELECT item_id FROM rejects ORDER BY 1")
+    assert sorted(local.query("SELECT key, value FROM cache")) == sorted(remote.query("SELECT key, value FROM cache"))
+    assert any("LLM usage" in n for n in reps["ray"].notes)
+    before = len(openai_server.requests)
+    again = run_extract(remote, backend="openai", model="gpt-4o-mini", base_url=openai_server.base_url,
+                        no_filter=True, concurrency=4, engine="ray")
+    assert again.counts["skipped_unchanged"] == 27 and again.counts["failed"] == 3
+    assert len(openai_server.requests) - before == 3 * 2  # the 3 failed threads, each with its re-ask
+    assert OPENAI_KEY not in repr(again.model_dump()) and OPENAI_KEY not in "".join(
+        v for (v,) in remote.query("SELECT value FROM cache"))
+
+
+def test_engine_bench_extracts_every_thread_both_ways_and_reports_rows_per_second() -> None:
+    from extract.bench_engine import run_engine_bench
+
+    rep = run_engine_bench(n=40, latency_ms=10, concurrency=4, workers=2)
+    c = rep.counts
+    assert c["threads"] == 40 and c["ray_workers"] == 2
+    assert c["local_rows_per_s"] > 0 and c["ray_rows_per_s"] > 0 and c["local_same_in_flight_rows_per_s"] > 0
+    assert any("requests in flight" in n for n in rep.notes)
