@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(VENV)/bin/reprodiag bench extract
 	$(VENV)/bin/reprodiag bench mine
 	$(VENV)/bin/reprodiag bench score
+	$(VENV)/bin/reprodiag bench extract --engine ray --threads 1200
 	$(VENV)/bin/reprodiag bench pipeline --threads 50000
 	$(VENV)/bin/reprodiag bench sandbox
 
