@@ -25,14 +25,21 @@ pytestmark = pytest.mark.ray
 @pytest.fixture(scope="module", autouse=True)
 def cluster() -> Iterator[None]:
     # the workers of a local cluster inherit this environment (API keys never travel with a task)
-    os.environ.setdefault("OPENAI_API_KEY", OPENAI_KEY)
+    had = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = had or OPENAI_KEY
     try:
         ray.init(num_cpus=2, include_dashboard=False, object_store_memory=128 * 2**20, log_to_driver=False,
                  configure_logging=False)
     except Exception as exc:  # noqa: BLE001 - a machine where Ray cannot start its processes
+        if had is None:
+            os.environ.pop("OPENAI_API_KEY", None)
         pytest.skip(f"cannot start a local Ray cluster here: {exc}")
-    yield
-    ray.shutdown()
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        if had is None:  # later tests in this process must not see the test key
+            os.environ.pop("OPENAI_API_KEY", None)
 
 
 def _workspace(root: Path) -> Store:
