@@ -30,6 +30,7 @@ from extract.answer import SCHEMA_HASH, LLMAnswer, to_record, ungrounded_fields
 from extract.base import Extractor
 from extract.pricing import Usage, cost_line
 from extract.prompts import PROMPT_VERSION, build_messages, reask_message
+from extract.ratelimit import estimate_tokens
 from reprodiag.errors import UserError, read_user_text
 from reprodiag.jsontext import first_json_object
 from reprodiag.schema import Record, Thread
@@ -114,6 +115,8 @@ class LLMExtractor(Extractor):
         #: The answers this extractor obtained from the provider (thread id → answer document), for a caller
         #: that keeps the cache itself (``extract --engine ray``: workers have no workspace).
         self.answers: dict[str, dict[str, Any]] = {}
+        #: Awaited before every request with its estimated tokens (:mod:`extract.ratelimit`); None: no limit.
+        self.limiter: Any = None
 
     # ------------------------------------------------------------------ provider hooks
 
@@ -202,6 +205,8 @@ class LLMExtractor(Extractor):
         )
         async for attempt in retrying:
             with attempt:
+                if self.limiter is not None:
+                    await self.limiter(estimate_tokens(system, messages))
                 comp = await self._complete(system, messages)
                 self.usage = self.usage + comp.usage
                 return comp

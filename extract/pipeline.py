@@ -365,10 +365,16 @@ class LLMBatch:
     model: str | None
     base_url: str | None
     concurrency: int
+    #: ``(actor name, rpm, tpm)`` of the run's shared rate limit (:func:`extract.ratelimit.shared_limiter`).
+    limit: tuple[str, float | None, float | None] | None = None
 
     def __call__(self, cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
         threads = [Thread.model_validate_json(d) for d in cols["doc"]]
         ex = make_extractor(self.backend, model=self.model, base_url=self.base_url, concurrency=self.concurrency)
+        if self.limit is not None:
+            from extract.ratelimit import shared_limiter
+
+            ex.limiter = shared_limiter(*self.limit)  # type: ignore[attr-defined]
         got = {r.thread_id: r for r in ex.extract(threads)}
         fails = dict(getattr(ex, "failures", {}))
         answers = getattr(ex, "answers", {})
@@ -467,9 +473,12 @@ def _extract_ray(todo: Iterable[Thread], store: Any, sig_prefix: str, records: _
 def run_extract(store: Any, *, input: Path | None = None, output: Path | None = None, backend: str = "rules",
                 model: str | None = None, base_url: str | None = None, no_filter: bool = False,
                 concurrency: int = 8, batch: Path | None = None, collect: Path | None = None,
-                skip_invalid: bool = False, engine: str = "local", ray_address: str | None = None) -> StageReport:
+                skip_invalid: bool = False, engine: str = "local", ray_address: str | None = None,
+                rpm: float | None = None, tpm: float | None = None) -> StageReport:
     """Threads → records. See the module docstring for resumability; ``batch``/``collect`` use Batch API files.
-    ``engine="ray"`` (workspace, rules backend): extraction on Ray (:func:`extract_rules_docs`), same result."""
+    ``engine="ray"`` (workspace): extraction on Ray (:func:`extract_rules_docs`, :class:`LLMBatch`), same
+    result. ``rpm``/``tpm``: requests / tokens per minute for the LLM backends, over the whole run (on Ray:
+    one limiter shared by every worker)."""
     from reprodiag.ray_engine import check_engine
 
     check_engine(engine, ray_address)
@@ -479,6 +488,15 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
     if (batch or collect) and backend not in ("openai", "anthropic"):
         raise UserError("--batch/--collect need --backend openai or anthropic")
     extractor = make_extractor(backend, model=model, base_url=base_url, store=store, concurrency=concurrency)
+    limit = None
+    if (rpm or tpm) and backend != "rules":
+        from extract.ratelimit import RateLimit, local_limiter, shared_limiter_name
+
+        try:
+            extractor.limiter = local_limiter(RateLimit(rpm, tpm))  # type: ignore[attr-defined]
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        limit = (shared_limiter_name(), rpm, tpm)
     file_mode = input is not None
     counts: dict[str, int] = {}
     read: ReadThreads | None = None
@@ -528,7 +546,7 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
         _extract_ray(todo, store, _signature_prefix(extractor, backend, model), records, ray_address)
     elif engine == "ray":
         _extract_llm_ray(todo, store, extractor, LLMBatch(backend, model or getattr(extractor, "model", None),
-                                                          base_url, concurrency),
+                                                          base_url, concurrency, limit),
                          _signature_prefix(extractor, backend, model), records, failures, ray_address)
     with console.progress_bar() as prog:
         task = prog.add_task(f"extract ({backend})", total=total, status="")

@@ -239,13 +239,17 @@ def extract(
     reasoning_effort: Annotated[Effort | None, typer.Option(help="OpenAI reasoning models (o-series, gpt-5): "
                                                             "low (default), medium or high.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help=SKIP_INVALID_HELP)] = False,
-    engine: Annotated[str, typer.Option(help=ENGINE_HELP + " On Ray: --backend rules.")] = "local",
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
     ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
+    rpm: Annotated[float | None, typer.Option(min=0.001, help="LLM requests per minute for the whole run "
+                                              "(on Ray: shared by every worker).")] = None,
+    tpm: Annotated[float | None, typer.Option(min=1, help="LLM tokens per minute (input + expected output) "
+                                              "for the whole run.")] = None,
 ) -> None:
     """Turn relevant threads into grounded diagnosis records.
 
-    Example: reprodiag extract --backend openai --model gpt-5-mini
-    On Ray: reprodiag extract --engine ray
+    Example: reprodiag extract --backend openai --model gpt-5-mini --rpm 500
+    On Ray: reprodiag extract --engine ray --backend openai --rpm 500 --tpm 2000000
     """
     from extract.pipeline import run_extract
 
@@ -253,7 +257,7 @@ def extract(
     store = _store()
     _report(run_extract(store, input=input, output=output, backend=backend.value, model=model, base_url=base_url,
                         no_filter=no_filter, concurrency=concurrency, batch=batch, collect=collect,
-                        skip_invalid=skip_invalid, engine=engine, ray_address=ray_address))
+                        skip_invalid=skip_invalid, engine=engine, ray_address=ray_address, rpm=rpm, tpm=tpm))
 
 
 class TrainPart(StrEnum):

@@ -233,3 +233,34 @@ def test_engine_bench_extracts_every_thread_both_ways_and_reports_rows_per_secon
     assert c["threads"] == 40 and c["ray_workers"] == 2
     assert c["local_rows_per_s"] > 0 and c["ray_rows_per_s"] > 0 and c["local_same_in_flight_rows_per_s"] > 0
     assert any("requests in flight" in n for n in rep.notes)
+
+
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_a_requests_per_minute_limit_holds_over_the_whole_run(tmp_path: Path, openai_server, engine: str,  # noqa: ANN001, F811
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """--rpm 300 (5 a second, one second of burst): over any one-second window the server sees at most
+    5 + 5 requests, whatever the workers (a slower machine only spreads them more)."""
+    import time
+
+    from extract.pipeline import run_extract
+    from tests.extract.llm_helpers import answer_for, llm_thread, thread_number
+    from tests.fakes.llm_server import Reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", os.environ["OPENAI_API_KEY"])
+    threads = [llm_thread(i) for i in range(1, 26)]
+    by_n = {int(t.title.split()[1].rstrip(":")): t for t in threads}
+    seen: list[float] = []
+
+    def responder(req):  # noqa: ANN001, ANN202
+        seen.append(time.monotonic())
+        return Reply.json(answer_for(by_n[thread_number(req.prompt_text)]))
+
+    openai_server.responder = responder
+    s = Store(tmp_path / engine)
+    s.upsert_threads(threads)
+    rep = run_extract(s, backend="openai", model="gpt-4o-mini", base_url=openai_server.base_url, no_filter=True,
+                      concurrency=8, engine=engine, rpm=300)
+    assert rep.counts["records"] == 25 and len(seen) == 25
+    seen.sort()
+    most = max(sum(1 for u in seen if t <= u < t + 1.0) for t in seen)
+    assert most <= 10, most
