@@ -124,7 +124,7 @@ def run_filter(store: Any, *, input: Path | None = None, output: Path | None = N
     if store is None:
         raise UserError("filter needs a workspace or --input")
     decided = (_decide_stored(store, only_stale=False) if engine == "local"
-               else _decide_stored_ray(store, only_stale=False, address=ray_address))
+               else _decide_stored_ray(store, address=ray_address))
     outputs: dict[str, str] = {}
     if output is not None:
         _write_jsonl(output, (d.model_dump(mode="json") for d in store.iter_decisions()))
@@ -186,14 +186,6 @@ def _decide_stored(store: Any, *, only_stale: bool) -> _Decided:
     return out
 
 
-def _stale_docs(store: Any, only_stale: bool) -> Iterator[str]:
-    for tid, doc in store.paged("threads", "id", "doc"):
-        if only_stale and store.cache_get(_filter_key(tid)) == Thread.model_validate_json(doc).content_hash() and \
-                store.query("SELECT 1 FROM decisions WHERE thread_id=?", (tid,)):
-            continue
-        yield doc
-
-
 def decide_docs(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """The filter's batch function over thread JSON documents (``cols["doc"]``): each thread's decision (JSON)
     and content hash, same order. Pure: what ``--engine ray`` runs on the workers."""
@@ -203,15 +195,15 @@ def decide_docs(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
             "content_hash": [t.content_hash() for t in threads]}
 
 
-def _decide_stored_ray(store: Any, *, only_stale: bool, address: str | None) -> _Decided:
-    """:func:`_decide_stored` on Ray: pending threads exported, decided by :func:`decide_docs` in blocks of
+def _decide_stored_ray(store: Any, *, address: str | None) -> _Decided:
+    """``filter`` of every stored thread on Ray: exported, decided by :func:`decide_docs` in blocks of
     ``BATCH``, each result block committed (decisions + content hashes) in one transaction as it arrives."""
     import pyarrow as pa
 
     from reprodiag.ray_engine import map_rows
 
     out = _Decided()
-    for block in map_rows(({"doc": d} for d in _stale_docs(store, only_stale)), decide_docs,
+    for block in map_rows(({"doc": d} for _, d in store.paged("threads", "id", "doc")), decide_docs,
                           columns={"doc": pa.large_string()}, batch_size=BATCH, address=address):
         got = [FilterDecision.model_validate_json(d) for d in block["decision"]]
         with store.transaction():
@@ -308,16 +300,24 @@ def _extract_chunk(chunk: list[Thread], *, extractor: Extractor, store: Any, col
     new_fails = {k: v for k, v in fails.items() if k not in failures and k in chunk_ids}
     failures.update(new_fails)
     if store is not None:
-        with store.transaction():
-            store.put_records(got)
-            by_id = {t.id: t for t in chunk}
-            for r in got:
-                store.cache_put(_hash_key(r.thread_id), sig(by_id[r.thread_id]))
-            if new_fails:
-                store.put_rejects("extract", sorted(new_fails.items()))
-            # a thread that failed on an earlier run and now succeeded is no longer a reject
-            store.delete_rejects("extract", [r.thread_id for r in got if r.thread_id not in new_fails])
+        by_id = {t.id: t for t in chunk}
+        _store_extracted(store, got, {r.thread_id: sig(by_id[r.thread_id]) for r in got}, new_fails)
     records.add(got)
+
+
+def _store_extracted(store: Any, got: list[Record], sigs: dict[str, str], fails: dict[str, str],
+                     answers: dict[str, Any] | None = None) -> None:
+    """One transaction: the records, their extraction signatures, new LLM answers (cache key → answer), one
+    reject per failed thread; a thread that failed on an earlier run and now succeeded is no longer a reject."""
+    with store.transaction():
+        store.put_records(got)
+        for k, a in (answers or {}).items():
+            store.cache_put(k, a)
+        for tid, sig in sigs.items():
+            store.cache_put(_hash_key(tid), sig)
+        if fails:
+            store.put_rejects("extract", sorted(fails.items()))
+        store.delete_rejects("extract", [r.thread_id for r in got if r.thread_id not in fails])
 
 
 #: SQL: a decision row ``d`` whose signals include ``no_reply``.
@@ -401,15 +401,7 @@ def _extract_llm_ray(todo: Iterable[Thread], store: Any, extractor: Extractor, f
     from reprodiag.ray_engine import map_rows
 
     def commit(got: list[Record], answers: dict[str, Any], hashes: dict[str, str], fails: dict[str, str]) -> None:
-        with store.transaction():
-            store.put_records(got)
-            for k, a in answers.items():
-                store.cache_put(k, a)
-            for tid, h in hashes.items():
-                store.cache_put(_hash_key(tid), f"{sig_prefix}|{h}")
-            if fails:
-                store.put_rejects("extract", sorted(fails.items()))
-            store.delete_rejects("extract", [r.thread_id for r in got])
+        _store_extracted(store, got, {tid: f"{sig_prefix}|{h}" for tid, h in hashes.items()}, fails, answers)
         failures.update(fails)
         records.add(got)
 
@@ -462,11 +454,8 @@ def _extract_ray(todo: Iterable[Thread], store: Any, sig_prefix: str, records: _
     for block in map_rows(({"doc": t.model_dump_json()} for t in todo), extract_rules_docs,
                           columns={"doc": pa.large_string()}, batch_size=BATCH, address=address):
         got = [Record.model_validate_json(r) for r in block["record"]]
-        with store.transaction():
-            store.put_records(got)
-            for tid, h in zip(block["thread_id"], block["content_hash"], strict=True):
-                store.cache_put(_hash_key(tid), f"{sig_prefix}|{h}")
-            store.delete_rejects("extract", [r.thread_id for r in got])
+        _store_extracted(store, got, {tid: f"{sig_prefix}|{h}" for tid, h in
+                                      zip(block["thread_id"], block["content_hash"], strict=True)}, {})
         records.add(got)
 
 

@@ -59,6 +59,7 @@ def _type(ann: Any, cache: dict[type, type]) -> Any:
     if ann in _SCALARS:
         return ann
     if ann is dt.datetime:
+        cache[dt.datetime] = _AWARE  # marks the tree as holding timestamps (see Twin.decode)
         return _AWARE
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return _struct(ann, cache)
@@ -112,41 +113,14 @@ def _struct(model: type[BaseModel], cache: dict[type, type]) -> type:
     return struct
 
 
-def _leaf_types(struct: type) -> set[Any]:
-    out: set[Any] = set()
-
-    def visit(t: Any) -> None:
-        args = typing.get_args(t)
-        if not args:
-            out.add(t)
-        for a in args:
-            visit(a)
-
-    for hint in typing.get_type_hints(struct, include_extras=True).values():
-        visit(hint)
-    return out
-
-
-def _structs_below(struct: type) -> list[type]:
-    seen: list[type] = []
-
-    def visit(t: Any) -> None:
-        if isinstance(t, type) and issubclass(t, msgspec.Struct):
-            if t in seen:
-                return
-            seen.append(t)
-            for hint in typing.get_type_hints(t, include_extras=True).values():
-                visit(hint)
-        for a in typing.get_args(t):
-            visit(a)
-
-    visit(struct)
-    return seen
+def _mirror(model: type[BaseModel]) -> tuple[type, bool]:
+    cache: dict[type, Any] = {}
+    return _struct(model, cache), dt.datetime in cache
 
 
 def mirror(model: type[BaseModel]) -> type:
     """The msgspec struct type mirroring ``model`` (nested models mirrored too)."""
-    return _struct(model, {})
+    return _mirror(model)[0]
 
 
 class Twin:
@@ -154,8 +128,7 @@ class Twin:
 
     def __init__(self, model: type[BaseModel]) -> None:
         self.model = model
-        self.struct = mirror(model)
-        self._has_datetimes = any(dt.datetime in _leaf_types(t) for t in _structs_below(self.struct))
+        self.struct, self._has_datetimes = _mirror(model)
         self._decoder = msgspec.json.Decoder(self.struct)
 
     def decode(self, raw: bytes) -> Any | None:

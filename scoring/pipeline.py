@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 import orjson
 import polars as pl
-from pydantic import ValidationError
 
 from reprodiag.batching import batched
 from reprodiag.errors import UserError
@@ -168,18 +167,7 @@ def _parse(it: _Item) -> tuple[RecordLike, dict[str, Any] | None] | Reject:
             except orjson.JSONDecodeError:  # integers beyond 64 bits
                 pass
         return twin, RECORD_TWIN.to_document(twin)
-    try:
-        doc = orjson.loads(it.raw)
-    except orjson.JSONDecodeError:
-        doc = None  # what orjson refuses (e.g. NaN, integers beyond 64 bits) takes the exact path below
-    if type(doc) is dict:
-        try:
-            record = Record.model_validate(doc)
-        except ValidationError:
-            pass  # the slow path names the problem exactly as the contract's parser does
-        else:
-            canonical = record.__pydantic_serializer__.to_json(record)
-            return record, doc if canonical == it.raw else orjson.loads(canonical)
+    # what the twin does not take (rare): the contract's parser decides, and names any problem
     try:
         doc = json.loads(it.raw.decode("utf-8"))
     except UnicodeDecodeError:
