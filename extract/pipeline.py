@@ -17,10 +17,10 @@ shipped learned models, so retraining them re-extracts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extract.base import Extractor
 from extract.relevance import classify
@@ -29,9 +29,12 @@ from reprodiag.batching import batched
 from reprodiag.errors import UserError
 from reprodiag.schema import FilterDecision, Record, SchemaError, StageReport, Thread, parse_thread
 
+if TYPE_CHECKING:
+    from extract.vllm_backend import VLLMSettings
+
 #: Threads per transaction in workspace mode.
 BATCH = 200
-BACKENDS = ("rules", "openai", "anthropic", "openai-compatible")
+BACKENDS = ("rules", "openai", "anthropic", "openai-compatible", "vllm")
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,10 @@ def make_extractor(backend: str, *, model: str | None = None, base_url: str | No
         from extract.compatible_backend import CompatibleExtractor
 
         return CompatibleExtractor(model, base_url=base_url, **kw)
+    if backend == "vllm":
+        from extract.vllm_backend import VLLMExtractor
+
+        return VLLMExtractor(model, **kw)
     raise UserError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
 
 
@@ -389,11 +396,14 @@ class LLMBatch:
                 "usage": [usage if i == 0 else [0] * 5 for i in range(n)]}
 
 
-def _extract_llm_ray(todo: Iterable[Thread], store: Any, extractor: Extractor, fn: LLMBatch, sig_prefix: str,
-                     records: _Extracted, failures: dict[str, str], address: str | None) -> None:
+def _extract_llm_ray(todo: Iterable[Thread], store: Any, extractor: Extractor, fn: Callable[..., Any],
+                     sig_prefix: str, records: _Extracted, failures: dict[str, str], address: str | None, *,
+                     batch_size: int, plan: Callable[[Any], Any] | None = None) -> None:
     """An LLM backend on Ray: threads whose answer the workspace cache holds are recorded here without a
-    request; the others go to the workers in blocks; each result block is committed here (records,
-    answers under the local cache keys, signatures, one reject per failed thread) in one transaction."""
+    request; the others go to the workers in blocks of ``batch_size`` (through ``plan`` first, e.g. the vLLM
+    engine, when given); each result block of ``fn`` (:class:`LLMBatch`, :class:`extract.vllm_backend.Ground`)
+    is committed here (records, answers under the local cache keys, signatures, one reject per failed
+    thread) in one transaction."""
     import pyarrow as pa
 
     from extract.answer import LLMAnswer
@@ -427,9 +437,8 @@ def _extract_llm_ray(todo: Iterable[Thread], store: Any, extractor: Extractor, f
 
     cols = {"doc": pa.large_string()}
     usage = Usage()
-    # latency-bound: small blocks, so every worker has requests in flight (a block is one task)
-    size = max(4 * fn.concurrency, 8)
-    for block in map_rows(pending(), fn, columns=cols, batch_size=size, address=address, rows_per_file=size):
+    for block in map_rows(pending(), fn, columns=cols, batch_size=batch_size, address=address,
+                          rows_per_file=batch_size, before=plan):
         got = [Record.model_validate_json(r) for r in block["record"] if r]
         answers = {keys[tid]: json.loads(a) for tid, a in zip(block["thread_id"], block["answer"], strict=True) if a}
         hashes = {tid: h for tid, h, r in zip(block["thread_id"], block["content_hash"], block["record"], strict=True)
@@ -463,14 +472,25 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
                 model: str | None = None, base_url: str | None = None, no_filter: bool = False,
                 concurrency: int = 8, batch: Path | None = None, collect: Path | None = None,
                 skip_invalid: bool = False, engine: str = "local", ray_address: str | None = None,
-                rpm: float | None = None, tpm: float | None = None) -> StageReport:
+                rpm: float | None = None, tpm: float | None = None, vllm: VLLMSettings | None = None) -> StageReport:
     """Threads → records. See the module docstring for resumability; ``batch``/``collect`` use Batch API files.
     ``engine="ray"`` (workspace): extraction on Ray (:func:`extract_rules_docs`, :class:`LLMBatch`), same
     result. ``rpm``/``tpm``: requests / tokens per minute for the LLM backends, over the whole run (on Ray:
-    one limiter shared by every worker)."""
+    one limiter shared by every worker). ``backend="vllm"`` (with ``engine="ray"``): a local model on the
+    cluster's GPUs through Ray Data LLM, ``vllm`` its settings (:mod:`extract.vllm_backend`)."""
     from reprodiag.ray_engine import check_engine
 
     check_engine(engine, ray_address)
+    if backend == "vllm" and engine != "ray":
+        raise UserError("--backend vllm runs on Ray Data: add --engine ray (or serve the model with `vllm serve` "
+                        "and use --backend openai-compatible --base-url …)")
+    if vllm is not None and backend != "vllm":
+        raise UserError("vLLM settings (--engines, --tensor-parallel) need --backend vllm")
+    if backend == "vllm":
+        from extract.vllm_backend import VLLMSettings
+
+        vllm = replace(vllm, model=model or vllm.model) if vllm is not None else VLLMSettings(model=model or "")
+        model = vllm.model
     if engine == "ray" and (input is not None or batch or collect):
         raise UserError("extract --engine ray works on the workspace (no --input, --batch or --collect): "
                         "use --engine local")
@@ -533,10 +553,20 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
     failures: dict[str, str] = {}
     if engine == "ray" and backend == "rules":
         _extract_ray(todo, store, _signature_prefix(extractor, backend, model), records, ray_address)
+    elif engine == "ray" and backend == "vllm":
+        from extract.vllm_backend import Ground, VLLMPlan
+
+        settings = vllm
+        assert settings is not None
+        _extract_llm_ray(todo, store, extractor, Ground(settings.model, settings.max_tokens),
+                         _signature_prefix(extractor, backend, model), records, failures, ray_address,
+                         batch_size=settings.batch_size * settings.engines, plan=VLLMPlan(settings))
     elif engine == "ray":
+        # latency-bound: small blocks, so every worker has requests in flight (a block is one task)
         _extract_llm_ray(todo, store, extractor, LLMBatch(backend, model or getattr(extractor, "model", None),
                                                           base_url, concurrency, limit),
-                         _signature_prefix(extractor, backend, model), records, failures, ray_address)
+                         _signature_prefix(extractor, backend, model), records, failures, ray_address,
+                         batch_size=max(4 * concurrency, 8))
     with console.progress_bar() as prog:
         task = prog.add_task(f"extract ({backend})", total=total, status="")
         for chunk in batched(todo if engine == "local" else (), BATCH):

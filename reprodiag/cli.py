@@ -68,6 +68,7 @@ class Backend(StrEnum):
     openai = "openai"
     anthropic = "anthropic"
     openai_compatible = "openai-compatible"
+    vllm = "vllm"
 
 
 class SandboxBackend(StrEnum):
@@ -245,19 +246,32 @@ def extract(
                                               "(on Ray: shared by every worker).")] = None,
     tpm: Annotated[float | None, typer.Option(min=1, help="LLM tokens per minute (input + expected output) "
                                               "for the whole run.")] = None,
+    engines: Annotated[int | None, typer.Option(min=1, max=1024, help="--backend vllm: engine replicas "
+                                                "(data parallel).")] = None,
+    tensor_parallel: Annotated[int | None, typer.Option(min=1, max=64, help="--backend vllm: GPUs per "
+                                                        "engine.")] = None,
 ) -> None:
     """Turn relevant threads into grounded diagnosis records.
 
     Example: reprodiag extract --backend openai --model gpt-5-mini --rpm 500
     On Ray: reprodiag extract --engine ray --backend openai --rpm 500 --tpm 2000000
+    Local GPUs (Ray Data LLM): reprodiag extract --engine ray --backend vllm --model Qwen/Qwen3-8B --engines 8
     """
     from extract.pipeline import run_extract
 
     _set_effort(reasoning_effort)
+    vllm = None
+    if engines is not None or tensor_parallel is not None:
+        if backend is not Backend.vllm:
+            raise UserError("--engines and --tensor-parallel need --backend vllm")
+        from extract.vllm_backend import VLLMSettings
+
+        vllm = VLLMSettings(model=model or "", engines=engines or 1, tensor_parallel=tensor_parallel or 1)
     store = _store()
     _report(run_extract(store, input=input, output=output, backend=backend.value, model=model, base_url=base_url,
                         no_filter=no_filter, concurrency=concurrency, batch=batch, collect=collect,
-                        skip_invalid=skip_invalid, engine=engine, ray_address=ray_address, rpm=rpm, tpm=tpm))
+                        skip_invalid=skip_invalid, engine=engine, ray_address=ray_address, rpm=rpm, tpm=tpm,
+                        vllm=vllm))
 
 
 class TrainPart(StrEnum):
@@ -341,6 +355,8 @@ def replay(
     force: Annotated[bool, typer.Option(help="Replay cases that already have a stored verdict.")] = False,
     approve: Annotated[list[str] | None, typer.Option("--approve", help="Mark a reviewed draft ready "
                                                       "(repeatable).")] = None,
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
 ) -> None:
     """Replay cases in a sandbox and confirm (or refute) the fix.
 
@@ -348,6 +364,8 @@ def replay(
 
     Drafts: reprodiag replay --draft, review <workspace>/cases/*/case.toml, reprodiag replay --approve ID,
     then reprodiag replay.
+
+    On Ray (one task per case, GPUs from [limits] gpus): reprodiag replay --engine ray --ray-address auto
     """
     from sandbox.pipeline import run_replay
 
@@ -358,7 +376,8 @@ def replay(
         return
     store = None if (case and output) else _store()
     _report(run_replay(store, cases=case or [], backend=backend.value, unsafe_local=unsafe_local, output=output,
-                       bundled=bundled, draft=draft, concurrency=concurrency, force=force))
+                       bundled=bundled, draft=draft, concurrency=concurrency, force=force, engine=engine,
+                       ray_address=ray_address))
 
 
 # ---------------------------------------------------------------------------- build & eval
@@ -480,16 +499,18 @@ def run(
     out_dir: Annotated[Path, typer.Option("--out", "-o")] = Path("reprodiag-datasets"),
     eval_model: Annotated[list[str] | None, typer.Option(help="Models to evaluate (default baseline:prior).")]
     = None,
+    engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
+    ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
 ) -> None:
     """Run every stage in order over the indexed repositories (each stage resumes where it stopped).
 
-    Example: reprodiag run -o datasets/
+    Example: reprodiag run -o datasets/   (on Ray: reprodiag run --engine ray --ray-address auto)
     """
     from reprodiag.pipeline import run_all
 
     for report in run_all(_store(), api_url=api_url, token_file=token_file, backend=backend.value, model=model,
                           base_url=base_url, sandbox_backend=sandbox_backend.value, out_dir=out_dir,
-                          eval_models=eval_model or ["baseline:prior"]):
+                          eval_models=eval_model or ["baseline:prior"], engine=engine, ray_address=ray_address):
         _report(report)
 
 

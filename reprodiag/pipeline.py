@@ -40,10 +40,24 @@ class PipelineOptions:
     per_type_max: int = 40
     eval_models: list[str] = field(default_factory=lambda: ["baseline:prior"])
     grader: str = "lexical"
+    #: ``local`` or ``ray`` for filter, extract, score and replay (:mod:`reprodiag.ray_engine`).
+    engine: str = "local"
+    ray_address: str | None = None
 
 
 def run_stages(store: Store, opts: PipelineOptions) -> Iterator[StageReport]:
-    """Run mine → filter → extract → score → replay → build → eval, yielding each stage's report."""
+    """Run mine → filter → extract → score → replay → build → eval, yielding each stage's report. On
+    ``engine="ray"`` one Ray session (a cluster started for the run, or ``ray_address``) serves every stage."""
+    if opts.engine == "ray":
+        from reprodiag.ray_engine import ray_session
+
+        with ray_session(opts.ray_address):
+            yield from _stages(store, opts)
+    else:
+        yield from _stages(store, opts)
+
+
+def _stages(store: Store, opts: PipelineOptions) -> Iterator[StageReport]:
     from eval_diagnosis.pipeline import run_eval
     from extract.pipeline import run_extract, run_filter
     from miner.sync import run_mine
@@ -62,20 +76,21 @@ def run_stages(store: Store, opts: PipelineOptions) -> Iterator[StageReport]:
                    include_prs=opts.include_prs, include_discussions=True, concurrency=opts.concurrency,
                    tokens=opts.tokens)
     stage("filter")
-    yield run_filter(store, input=None, output=None)
+    ray = dict(engine=opts.engine, ray_address=opts.ray_address)
+    yield run_filter(store, input=None, output=None, **ray)
     stage("extract")
     yield run_extract(store, input=None, output=None, backend=opts.backend, model=opts.model,
                       base_url=opts.base_url, no_filter=False, concurrency=opts.concurrency, batch=None,
-                      collect=None)
+                      collect=None, **ray)
     stage("score")
-    yield run_score(store, input=None, output=None, threshold=opts.threshold, rejects=None, seed=opts.seed)
+    yield run_score(store, input=None, output=None, threshold=opts.threshold, rejects=None, seed=opts.seed, **ray)
     if opts.replay and not opts.replay_bundled and not store.cases(status="ready"):
         yield StageReport(stage="replay", notes=["no reviewed cases in the workspace: draft them with "
                                                  "`reprodiag replay --draft`, review, then mark them ready"])
     elif opts.replay:
         stage("replay")
         yield run_replay(store, cases=[], backend=opts.sandbox_backend, unsafe_local=False, output=None,
-                         bundled=opts.replay_bundled, draft=False, concurrency=opts.replay_concurrency)
+                         bundled=opts.replay_bundled, draft=False, concurrency=opts.replay_concurrency, **ray)
     stage("build")
     yield run_build(store, datasets_dir, per_type_min=opts.per_type_min, per_type_max=opts.per_type_max,
                     seed=opts.seed, push_to_hub=None)
@@ -86,12 +101,16 @@ def run_stages(store: Store, opts: PipelineOptions) -> Iterator[StageReport]:
 
 def run_all(store: Store, *, api_url: str | None, token_file: Path | None, backend: str, model: str | None,
             base_url: str | None, sandbox_backend: str, out_dir: Path,
-            eval_models: list[str]) -> Iterator[StageReport]:
-    """``reprodiag run``: every stage over the indexed repositories."""
+            eval_models: list[str], engine: str = "local", ray_address: str | None = None) -> Iterator[StageReport]:
+    """``reprodiag run``: every stage over the indexed repositories (``engine``: see :class:`PipelineOptions`)."""
+    from reprodiag.ray_engine import check_engine
+
+    check_engine(engine, ray_address)
     if not store.repos():
         from reprodiag.errors import UserError
 
         raise UserError("the workspace has no indexed repositories; run `reprodiag index` first")
     opts = PipelineOptions(out_dir=out_dir, api_url=api_url, token_file=token_file, backend=backend, model=model,
-                           base_url=base_url, sandbox_backend=sandbox_backend, eval_models=eval_models)
+                           base_url=base_url, sandbox_backend=sandbox_backend, eval_models=eval_models,
+                           engine=engine, ray_address=ray_address)
     yield from run_stages(store, opts)

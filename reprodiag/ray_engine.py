@@ -96,10 +96,12 @@ class _Apply:
 
 def map_rows(rows: Iterable[dict[str, Any]], fn: Callable[[dict[str, list[Any]]], dict[str, list[Any]]], *,
              columns: dict[str, Any], batch_size: int, address: str | None = None,
-             rows_per_file: int = 50_000) -> Iterator[dict[str, list[Any]]]:
+             rows_per_file: int = 50_000, before: Callable[[Any], Any] | None = None,
+             ) -> Iterator[dict[str, list[Any]]]:
     """``fn`` over ``rows`` (dicts with ``columns``: name → pyarrow type), ``batch_size`` rows per call, on
     Ray; yields each result batch (a dict of column lists) in input order. ``fn`` must be a pure function of
-    its batch (importable, or picklable by value). Nothing is run for no rows."""
+    its batch (importable, or picklable by value). ``before``: a Dataset → Dataset step run first, inside the
+    session (e.g. a Ray Data LLM processor). Nothing is run for no rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -126,6 +128,8 @@ def map_rows(rows: Iterable[dict[str, Any]], fn: Callable[[dict[str, list[Any]]]
             return
         with ray_session(address) as ray:
             ds = ray.data.read_parquet(files)
+            if before is not None:
+                ds = before(ds)
             out = ds.map_batches(_Apply(fn), batch_size=batch_size, batch_format="pyarrow", zero_copy_batch=True,
                                  max_retries=MAX_RETRIES)
             for block in out.iter_batches(batch_size=None, batch_format="pyarrow"):

@@ -16,7 +16,7 @@ from reprodiag import console
 from reprodiag.errors import UserError
 from reprodiag.schema import ReplaySpec, StageReport, Verdict
 from reprodiag.store import Store
-from sandbox.backends.choose import choose_backend, make_backend
+from sandbox.backends.choose import Choice, choose_backend, make_backend
 from sandbox.replay import replay_case
 from sandbox.spec import load_spec, tolerance_for
 
@@ -86,14 +86,19 @@ def _collect(store: Store | None, cases: list[Path], bundled: bool) -> tuple[lis
 
 def run_replay(store: Store | None, *, cases: list[Path], backend: str = "auto", unsafe_local: bool = False,
                output: Path | None = None, bundled: bool = False, draft: bool = False, concurrency: int = 1,
-               force: bool = False) -> StageReport:
+               force: bool = False, engine: str = "local", ray_address: str | None = None) -> StageReport:
     """Replay cases and return counts per verdict plus ``mismatched_expected``.
 
     With a store, each verdict is stored as soon as it is known, and a rerun
     skips cases that already have one (``force`` replays them; stored
     ``skipped`` verdicts are always retried). With ``output``, writes the
     verdict JSON (one case) or JSONL (several), stored verdicts included.
+    ``engine="ray"``: one Ray task per case (:mod:`sandbox.ray_replay`), each verdict stored as it arrives;
+    ``concurrency`` then bounds the tasks submitted at a time (default: the cluster's CPUs).
     """
+    from reprodiag.ray_engine import check_engine
+
+    check_engine(engine, ray_address)
     if draft:
         if store is None:
             raise UserError("--draft needs a workspace (it reads its records)")
@@ -104,6 +109,8 @@ def run_replay(store: Store | None, *, cases: list[Path], backend: str = "auto",
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     specs, broken = _collect(store, list(cases), bundled)
     choice = choose_backend(backend, unsafe_local=unsafe_local)
+    if engine == "ray":  # each worker chooses on its own node; this host's answer is only shown
+        choice = Choice(backend, f"chosen on each Ray worker's node; on this host: {choice.reason}")
     if choice.name == "local":
         console.warn("LOCAL BACKEND: case code runs on this host with NO isolation (--unsafe-local)")
     console.info(escape(f"sandbox backend: {choice.name or 'none'} ({choice.reason})"))
@@ -122,7 +129,7 @@ def run_replay(store: Store | None, *, cases: list[Path], backend: str = "auto",
             store.put_verdict(v)
 
     with tempfile.TemporaryDirectory(prefix="reprodiag-sandbox-") as scratch:
-        impl = make_backend(choice.name, Path(scratch)) if choice.name else None
+        impl = make_backend(choice.name, Path(scratch)) if choice.name and engine == "local" else None
 
         def one(item: tuple[Path, ReplaySpec]) -> Verdict:
             path, spec = item
@@ -134,14 +141,25 @@ def run_replay(store: Store | None, *, cases: list[Path], backend: str = "auto",
                 except UserError as exc:
                     v = _error(spec.id, str(exc)).model_copy(update={"expected": spec.expected,
                                                                      "thread_id": spec.thread_id})
-            if store is not None:
-                store.put_verdict(v)
-            console.info(escape(f"{spec.id}: {v.verdict} ({v.reason})"))
+            keep(v)
             return v
 
-        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo) or 1))) as pool:
-            for v in pool.map(one, todo):
+        def keep(v: Verdict) -> None:
+            if store is not None:
+                store.put_verdict(v)
+            console.info(escape(f"{v.case_id}: {v.verdict} ({v.reason})"))
+
+        if engine == "ray":
+            from sandbox.ray_replay import replay_on_ray
+
+            for v in replay_on_ray(todo, backend=backend, unsafe_local=unsafe_local, address=ray_address,
+                                   in_flight=concurrency if concurrency > 1 else None):
+                keep(v)
                 results[v.case_id] = v
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo) or 1))) as pool:
+                for v in pool.map(one, todo):
+                    results[v.case_id] = v
 
     ordered = [results.get(s.id) or done[s.id] for _, s in specs] + [v for v in broken]
     counts: Counter[str] = Counter(v.verdict for v in ordered)

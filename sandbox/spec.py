@@ -45,7 +45,7 @@ def git_is_local(url: str) -> bool:
     return url.lower().startswith("file://") or url.startswith("/")
 
 
-def _spec_file(spec_path: str | Path) -> Path:
+def spec_file(spec_path: str | Path) -> Path:
     p = Path(spec_path)
     return p / "case.toml" if p.is_dir() else p
 
@@ -53,7 +53,7 @@ def _spec_file(spec_path: str | Path) -> Path:
 def inside_case_dir(spec_path: str | Path, rel: str, key: str) -> Path:
     """``rel`` resolved against the spec's directory; a one-line :class:`UserError` naming ``key``
     when the result (after ``..`` and symlinks) is outside that directory."""
-    p = _spec_file(spec_path)
+    p = spec_file(spec_path)
     base = p.parent.resolve()
     try:
         target = (base / rel).resolve()
@@ -64,7 +64,7 @@ def inside_case_dir(spec_path: str | Path, rel: str, key: str) -> Path:
     return target
 
 
-def _patch_is_path(raw: str) -> bool:
+def patch_is_path(raw: str) -> bool:
     return "\n" not in raw.strip()
 
 
@@ -178,7 +178,7 @@ def load_spec(path: str | Path) -> ReplaySpec:
                                         or any(c.isspace() or ord(c) < 32 for c in spec.source.ref)):
         raise UserError(f"{p}: key 'source.ref': expected a branch, tag or commit name, got "
                         f"{_one_line(repr(spec.source.ref), 80)}")
-    if spec.fix.patch is not None and _patch_is_path(spec.fix.patch):
+    if spec.fix.patch is not None and patch_is_path(spec.fix.patch):
         inside_case_dir(p, spec.fix.patch.strip(), "fix.patch")
     return spec
 
@@ -196,9 +196,9 @@ def patch_text(spec: ReplaySpec, spec_path: str | Path) -> str | None:
     directory, else :class:`UserError`), or the multi-line text itself."""
     if spec.fix.patch is None:
         return None
-    p = _spec_file(spec_path)
+    p = spec_file(spec_path)
     raw = spec.fix.patch
-    if _patch_is_path(raw):
+    if patch_is_path(raw):
         candidate = inside_case_dir(p, raw.strip(), "fix.patch")
         try:
             fd = os.open(candidate, os.O_RDONLY | os.O_NONBLOCK)

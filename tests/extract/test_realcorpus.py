@@ -87,7 +87,10 @@ def test_same_seed_gives_identical_weights(corpus: dict[str, list[Labeled]]) -> 
 
 
 def test_shipped_weights_are_what_train_makes_from_the_committed_corpus(tmp_path: Path) -> None:
-    """`reprodiag train` (seed 0, real dev + older sets) reproduces the shipped weights byte for byte."""
+    """`reprodiag train` (seed 0, real dev + older sets) reproduces the shipped weights: the same features,
+    classes, thresholds, calibration and metadata, and every weight within one unit of the 5th decimal the
+    file keeps (another numpy / scipy build may round a weight the other way; within one environment the
+    files are byte-identical, tested above)."""
     from extract.learned.examples import run_train
     from extract.learned.linear import MODELS_DIR
 
@@ -95,7 +98,17 @@ def test_shipped_weights_are_what_train_makes_from_the_committed_corpus(tmp_path
     assert rep.counts["real_dev_threads"] == len(load_real("dev")) and rep.counts["models"] == 7
     for name in ("filter", "resolved", "values_paper", "values_obtained", "error_type", "grader_direction",
                  "grader_answer"):
-        assert (tmp_path / f"{name}.json").read_bytes() == (MODELS_DIR / f"{name}.json").read_bytes(), name
+        made = json.loads((tmp_path / f"{name}.json").read_text())
+        shipped = json.loads((MODELS_DIR / f"{name}.json").read_text())
+        assert {k: v for k, v in made.items() if k not in ("coef", "bias")} == \
+            {k: v for k, v in shipped.items() if k not in ("coef", "bias")}, name
+        width = len(shipped["bias"])
+        zero = [0.0] * width  # a weight under 1e-5 is left out of the file: it may be in one and not the other
+        keys = set(made["coef"]) | set(shipped["coef"])
+        pairs = [(made["bias"], shipped["bias"])] + [(made["coef"].get(k, zero), shipped["coef"].get(k, zero))
+                                                     for k in keys]
+        worst = max(abs(a - b) for x, y in pairs for a, b in zip(x, y, strict=True))
+        assert worst <= 1.5e-5, (name, worst)
 
 
 def test_cross_validated_dev_scores_every_thread_out_of_fold(corpus: dict[str, list[Labeled]]) -> None:

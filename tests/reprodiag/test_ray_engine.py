@@ -16,6 +16,7 @@ from reprodiag.sample import load_sample_threads
 from reprodiag.schema import Record
 from reprodiag.store import Store
 from tests.fakes.llm_fixtures import openai_server  # noqa: F401, F811
+from tests.fakes.ray_cluster import local_cluster
 
 ray = pytest.importorskip("ray")
 OPENAI_KEY = "sk-test-RAYSECRET0123456789"
@@ -28,16 +29,9 @@ def cluster() -> Iterator[None]:
     had = os.environ.get("OPENAI_API_KEY")
     os.environ["OPENAI_API_KEY"] = had or OPENAI_KEY
     try:
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=128 * 2**20, log_to_driver=False,
-                 configure_logging=False)
-    except Exception as exc:  # noqa: BLE001 - a machine where Ray cannot start its processes
-        if had is None:
-            os.environ.pop("OPENAI_API_KEY", None)
-        pytest.skip(f"cannot start a local Ray cluster here: {exc}")
-    try:
-        yield
+        with local_cluster(ray):
+            yield
     finally:
-        ray.shutdown()
         if had is None:  # later tests in this process must not see the test key
             os.environ.pop("OPENAI_API_KEY", None)
 
