@@ -41,6 +41,26 @@ def test_the_engine_config_builds_without_a_gpu() -> None:
     assert cfg.get_concurrency(autoscaling_enabled=False)["size"] == 4
 
 
+def test_the_ray_data_llm_processor_builds_on_cpu(cluster: None, tmp_path: Path) -> None:
+    """The whole processor (chat template, tokenize, vLLM engine, detokenize stages) is built without a GPU
+    when torch and transformers are installed (they are not in CI: this runs where they are)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from ray.data.llm import build_processor
+
+    model = tmp_path / "tiny-model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+                                                   "n_layer": 1, "n_head": 1, "n_embd": 8, "vocab_size": 10}))
+    s = VLLMSettings(model=str(model), engines=2, batch_size=8)
+    proc = build_processor(engine_config(s), preprocess=Preprocess(s.max_tokens), postprocess=postprocess)
+    assert list(proc.stages) == ["ChatTemplateStage", "TokenizeStage", "vLLMEngineStage", "DetokenizeStage"]
+    eng = proc.stages["vLLMEngineStage"]
+    assert eng.fn_constructor_kwargs["should_continue_on_error"] is True
+    assert eng.fn_constructor_kwargs["engine_kwargs"]["tensor_parallel_size"] == 1
+    assert eng.map_batches_kwargs["num_gpus"] == 1 and eng.map_batches_kwargs["compute"].max_size == 2
+
+
 @pytest.mark.parametrize("field,value", [("engines", 0), ("tensor_parallel", 0), ("batch_size", 0),
                                          ("max_tokens", 0)])
 def test_settings_refuse_nonsense(field: str, value: int) -> None:
