@@ -23,18 +23,13 @@ from sandbox.ray_replay import CaseBundle, pack_case, replay_packed
 from sandbox.spec import load_spec
 from tests.fakes.ray_cluster import local_cluster
 from tests.sandbox.conftest import procs_with
+from tests.sandbox.test_pipeline import FAST
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.ray
 MakeCase = Callable[..., Path]
 
-SLOW = """
-[run]
-command = "sh run.sh"
-metric_regex = 'score ([0-9.]+)'
-[fix]
-command = "echo 'score 1.0' > value.txt"
-"""
+SLOW = FAST  # the same case as the local pipeline tests, with a run slow enough to kill a worker during it
 SLOW_FILES = {"run.sh": "sleep 3; cat value.txt\n", "value.txt": "score 0.5\n"}
 
 
