@@ -615,6 +615,22 @@ def bench_extract(
                               concurrency=concurrency, seed=seed))
 
 
+@bench_app.command("labels")
+def bench_labels(
+    second: Annotated[Path | None, typer.Option(help="A second annotation JSONL (default: the shipped one).")]
+    = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+) -> None:
+    """How reliable the real-thread corpus's labels are: agreement and Cohen's kappa between its gold and a
+    second annotation made blind to it by the same rules, per field, with 95% intervals.
+
+    Example: reprodiag bench labels
+    """
+    from extract.label_agreement import run_label_bench
+
+    _report(run_label_bench(second=second, seed=seed))
+
+
 @bench_app.command("score")
 def bench_score(
     records: Annotated[int, typer.Option("--records", "-n", min=100, help="Grown records to score.")] = 200_000,
