@@ -62,7 +62,7 @@ def test_the_shipped_second_annotation_covers_real_dev_threads_only() -> None:
     second = load_second(SECOND_ANNOTATION)
     dev = {thread_key(r.thread.repo, r.thread.number) for r in load_real("dev")}
     test = {thread_key(r.thread.repo, r.thread.number) for r in load_real("test")}
-    assert len(second) >= 150 and set(second) <= dev and not set(second) & test
+    assert len(second) >= 200 and set(second) <= dev and not set(second) & test
     assert all(json.dumps(v) for v in second.values())
 
 
