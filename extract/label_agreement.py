@@ -61,7 +61,7 @@ def _same_value(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is None and b is None
     a, b = float(a), float(b)
-    return abs(a - b) <= 0.01 * max(abs(a), abs(b)) or a == b
+    return abs(a - b) <= 0.01 * max(abs(a), abs(b))
 
 
 Pair = tuple[Any, Any]

@@ -556,11 +556,10 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
     elif engine == "ray" and backend == "vllm":
         from extract.vllm_backend import Ground, VLLMPlan
 
-        settings = vllm
-        assert settings is not None
-        _extract_llm_ray(todo, store, extractor, Ground(settings.model, settings.max_tokens),
+        assert vllm is not None  # set above for this backend
+        _extract_llm_ray(todo, store, extractor, Ground(vllm.model, vllm.max_tokens),
                          _signature_prefix(extractor, backend, model), records, failures, ray_address,
-                         batch_size=settings.batch_size * settings.engines, plan=VLLMPlan(settings))
+                         batch_size=vllm.batch_size * vllm.engines, plan=VLLMPlan(vllm))
     elif engine == "ray":
         # latency-bound: small blocks, so every worker has requests in flight (a block is one task)
         _extract_llm_ray(todo, store, extractor, LLMBatch(backend, model or getattr(extractor, "model", None),

@@ -102,7 +102,9 @@ class VLLMPlan:
     def __call__(self, ds: Any) -> Any:
         import ray
 
-        most = max((int(n.get("Resources", {}).get("GPU", 0)) for n in ray.nodes() if n.get("Alive")), default=0)
+        from reprodiag.ray_engine import largest_node_gpus
+
+        most = largest_node_gpus(ray)
         if most < self.settings.tensor_parallel:
             raise UserError(f"--backend vllm needs {self.settings.tensor_parallel} GPU(s) on one node for an "
                             f"engine; the largest node of the Ray cluster has {most}")

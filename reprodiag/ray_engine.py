@@ -81,6 +81,11 @@ def _quiet(ray: Any) -> None:
     ctx.execution_options.preserve_order = True
 
 
+def largest_node_gpus(ray: Any) -> int:
+    """GPUs of the cluster's largest live node: the most one task or one engine can get (all on one node)."""
+    return max((int(n.get("Resources", {}).get("GPU", 0)) for n in ray.nodes() if n.get("Alive")), default=0)
+
+
 class _Apply:
     """The map_batches callable: ``fn`` over a block given as a dict of column lists, same back."""
 

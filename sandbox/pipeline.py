@@ -18,19 +18,11 @@ from reprodiag.schema import ReplaySpec, StageReport, Verdict
 from reprodiag.store import Store
 from sandbox.backends.choose import Choice, choose_backend, make_backend
 from sandbox.replay import replay_case
-from sandbox.spec import load_spec, tolerance_for
+from sandbox.spec import load_spec
+from sandbox.verdict import error_verdict, skipped_verdict
 
 #: Stored verdicts that a rerun replays again (they depend on the host, not on the case).
 RETRY_VERDICTS = frozenset({"skipped"})
-
-
-def _skipped(spec: ReplaySpec, reason: str) -> Verdict:
-    return Verdict(case_id=spec.id, verdict="skipped", reason=reason, tolerance=tolerance_for(spec),
-                   thread_id=spec.thread_id, error_type=spec.error_type, expected=spec.expected)
-
-
-def _error(case_id: str, reason: str) -> Verdict:
-    return Verdict(case_id=case_id, verdict="error", reason=reason)
 
 
 def _write_output(path: Path, verdicts: list[Verdict]) -> None:
@@ -64,12 +56,12 @@ def _collect(store: Store | None, cases: list[Path], bundled: bool) -> tuple[lis
             raise UserError("nothing to replay: pass --case FILE, --bundled, or a workspace with ready cases")
         for row in store.cases(status="ready"):
             if not row["path"]:
-                broken.append(_error(row["case_id"], "workspace case has no spec path"))
+                broken.append(error_verdict(row["case_id"], "workspace case has no spec path"))
                 continue
             try:
                 loaded.append((Path(row["path"]), load_spec(row["path"])))
             except UserError as exc:
-                broken.append(_error(row["case_id"], f"spec does not load: {exc}"))
+                broken.append(error_verdict(row["case_id"], f"spec does not load: {exc}"))
         if not loaded and not broken:
             raise UserError("no ready cases in the workspace: pass --case FILE or --bundled, or review drafts "
                             "(reprodiag replay --draft) and mark them ready")
@@ -134,13 +126,12 @@ def run_replay(store: Store | None, *, cases: list[Path], backend: str = "auto",
         def one(item: tuple[Path, ReplaySpec]) -> Verdict:
             path, spec = item
             if impl is None:
-                v = _skipped(spec, choice.reason)
+                v = skipped_verdict(spec, choice.reason)
             else:
                 try:
                     v = replay_case(spec, path, impl)
                 except UserError as exc:
-                    v = _error(spec.id, str(exc)).model_copy(update={"expected": spec.expected,
-                                                                     "thread_id": spec.thread_id})
+                    v = error_verdict(spec.id, str(exc), spec)
             keep(v)
             return v
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from reprodiag.errors import UserError
 from reprodiag.schema import ReplaySpec, Verdict
-from sandbox.spec import inside_case_dir, load_spec, patch_is_path, source_dir, spec_file, tolerance_for
+from sandbox.spec import inside_case_dir, load_spec, patch_is_path, source_dir, spec_file
+from sandbox.verdict import error_verdict, skipped_verdict
 
 #: Attempts per case when the infrastructure fails (the first run and one retry).
 ATTEMPTS = 2
@@ -84,17 +85,17 @@ def replay_packed(bundle: CaseBundle, backend: str, unsafe_local: bool) -> dict[
             with tarfile.open(fileobj=io.BytesIO(bundle.data), mode="r") as tar:
                 tar.extractall(case_dir, filter=_case_filter)
         except tarfile.FilterError as exc:  # a link out of the case, an absolute path: the case's own fault
-            return Verdict(case_id=bundle.case_id, verdict="error",
-                           reason=f"the case's files cannot be unpacked on the worker: {exc}").model_dump(mode="json")
+            return error_verdict(bundle.case_id, f"the case's files cannot be unpacked on the worker: {exc}"
+                                 ).model_dump(mode="json")
         spec_path = case_dir / bundle.spec_name
         try:
             spec = load_spec(spec_path)
         except UserError as exc:
-            return Verdict(case_id=bundle.case_id, verdict="error",
-                           reason=f"the case's spec does not load on the worker: {exc}").model_dump(mode="json")
+            return error_verdict(bundle.case_id, f"the case's spec does not load on the worker: {exc}"
+                                 ).model_dump(mode="json")
         choice = choose_backend(backend, unsafe_local=unsafe_local)
         if choice.name is None:
-            return _skipped(spec, choice.reason).model_dump(mode="json")
+            return skipped_verdict(spec, choice.reason).model_dump(mode="json")
         gpu = None
         if spec.limits.gpus > 0:
             import ray
@@ -106,8 +107,7 @@ def replay_packed(bundle: CaseBundle, backend: str, unsafe_local: bool) -> dict[
         try:
             v = replay_case(spec, spec_path, make_backend(choice.name, scratch), gpu=gpu)
         except UserError as exc:
-            v = Verdict(case_id=spec.id, verdict="error", reason=str(exc), expected=spec.expected,
-                        thread_id=spec.thread_id)
+            v = error_verdict(spec.id, str(exc), spec)
         return v.model_dump(mode="json")
 
 
@@ -120,48 +120,39 @@ def _case_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
     return tarfile.data_filter(member, dest)
 
 
-def _skipped(spec: ReplaySpec, reason: str) -> Verdict:
-    return Verdict(case_id=spec.id, verdict="skipped", reason=reason, tolerance=tolerance_for(spec),
-                   thread_id=spec.thread_id, error_type=spec.error_type, expected=spec.expected)
-
-
-def _largest_gpus(ray: Any) -> int:
-    """GPUs of the cluster's largest node (a task's GPUs must all be on one node)."""
-    return max((int(n.get("Resources", {}).get("GPU", 0)) for n in ray.nodes() if n.get("Alive")), default=0)
-
-
 def replay_on_ray(cases: list[tuple[Path, ReplaySpec]], *, backend: str, unsafe_local: bool,
                   address: str | None = None, in_flight: int | None = None) -> Iterator[Verdict]:
     """Replay ``cases`` as Ray tasks; yield each verdict as it arrives (arrival order, not input order).
 
     ``in_flight``: tasks submitted at a time (default: the cluster's CPUs); Ray runs as many as the
     resources allow."""
-    from reprodiag.ray_engine import ray_session
+    from reprodiag.ray_engine import largest_node_gpus, ray_session
 
     if not cases:
         return
     with ray_session(address) as ray:
         task = ray.remote(_run_task)
-        gpus_max = _largest_gpus(ray)
+        gpus_max = largest_node_gpus(ray)
         limit = max(1, in_flight or int(ray.cluster_resources().get("CPU", 1)))
-        queue: list[tuple[Path, ReplaySpec, int]] = []
+        # (path, spec, attempt, bundle once packed: a retry sends the same bytes without reading the case again)
+        queue: list[tuple[Path, ReplaySpec, int, CaseBundle | None]] = []
         for path, spec in cases:
             if spec.limits.gpus > gpus_max:
-                yield _skipped(spec, f"case needs {spec.limits.gpus} GPU(s); the largest node of the Ray cluster "
+                yield skipped_verdict(spec, f"case needs {spec.limits.gpus} GPU(s); the largest node of the Ray cluster "
                                      f"has {gpus_max}")
                 continue
-            queue.append((path, spec, 1))
+            queue.append((path, spec, 1, None))
         queue.reverse()
         pending: dict[Any, tuple[Path, ReplaySpec, int, CaseBundle]] = {}
         while queue or pending:
             while queue and len(pending) < limit:
-                path, spec, attempt = queue.pop()
-                try:
-                    bundle = pack_case(spec, path)
-                except UserError as exc:
-                    yield Verdict(case_id=spec.id, verdict="error", reason=str(exc), expected=spec.expected,
-                                  thread_id=spec.thread_id)
-                    continue
+                path, spec, attempt, bundle = queue.pop()
+                if bundle is None:
+                    try:
+                        bundle = pack_case(spec, path)
+                    except UserError as exc:
+                        yield error_verdict(spec.id, str(exc), spec)
+                        continue
                 ref = task.options(num_cpus=spec.limits.cpus, num_gpus=spec.limits.gpus,
                                    memory=spec.limits.memory_mb * 2**20, max_retries=0,  # retried here, once
                                    retry_exceptions=False).remote(bundle, backend, unsafe_local)
@@ -169,15 +160,15 @@ def replay_on_ray(cases: list[tuple[Path, ReplaySpec]], *, backend: str, unsafe_
             if not pending:
                 break
             done, _ = ray.wait(list(pending), num_returns=1)
-            path, spec, attempt, _bundle = pending.pop(done[0])
+            path, spec, attempt, bundle = pending.pop(done[0])
             try:
                 doc = ray.get(done[0])
             except Exception as exc:  # noqa: BLE001 - every Ray failure (worker died, node lost, task raised)
                 why = " ".join(str(exc).split())[:300]
                 if attempt < ATTEMPTS:
-                    queue.append((path, spec, attempt + 1))
+                    queue.append((path, spec, attempt + 1, bundle))
                     continue
-                yield _skipped(spec, f"infrastructure failure on Ray, {ATTEMPTS} attempts: {type(exc).__name__}: "
+                yield skipped_verdict(spec, f"infrastructure failure on Ray, {ATTEMPTS} attempts: {type(exc).__name__}: "
                                      f"{why}")
                 continue
             yield Verdict.model_validate(doc)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from reprodiag.schema import Measurement, ReplaySpec, VerdictKind
+from reprodiag.schema import Measurement, ReplaySpec, Verdict, VerdictKind
 from sandbox.spec import tolerance_for
 
 #: Coefficient of variation above which a case is unfit for verification.
@@ -119,3 +119,16 @@ def decide(spec: ReplaySpec, before_values: Sequence[float], after_values: Seque
         reason = (f"{spec.metric} went from {_fmt(mb)} to {_fmt(ma)}, no closer to the paper's {_fmt(paper)} "
                   f"(tolerance {tol:.0%})")
     return Decision(verdict="fix_not_confirmed", reason=reason, direction_ok=closer, tolerance=tol)
+
+
+def skipped_verdict(spec: ReplaySpec, reason: str) -> Verdict:
+    """A case not replayed on this host (no backend, no GPU, infrastructure failure); a rerun replays it."""
+    return Verdict(case_id=spec.id, verdict="skipped", reason=reason, tolerance=tolerance_for(spec),
+                   thread_id=spec.thread_id, error_type=spec.error_type, expected=spec.expected)
+
+
+def error_verdict(case_id: str, reason: str, spec: ReplaySpec | None = None) -> Verdict:
+    """A case that cannot be replayed as written (its spec or files are broken)."""
+    if spec is None:
+        return Verdict(case_id=case_id, verdict="error", reason=reason)
+    return Verdict(case_id=case_id, verdict="error", reason=reason, expected=spec.expected, thread_id=spec.thread_id)
