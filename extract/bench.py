@@ -133,6 +133,9 @@ class Outcome:
     kept: bool
     record: Record
     ungrounded: int
+    #: kept by the filter and then by ``reprodiag score`` with its default settings (the quality score, the
+    #: no-reply / feature-request / environment / temporal drops): the record reaches the datasets.
+    in_dataset: bool = False
 
 
 def outcomes(rows: list[tuple[Thread, dict[str, Any], str]], extractor: Extractor | None = None) -> list[Outcome]:
@@ -145,6 +148,7 @@ def outcomes(rows: list[tuple[Thread, dict[str, Any], str]], extractor: Extracto
         decisions = {d.thread_id: d.is_reproduction for d in classify(threads)}
     else:  # an LLM extractor decides relevance itself
         decisions = {t.id: (by_id[t.id].is_reproduction if t.id in by_id else False) for t in threads}
+    in_data = dataset_keep([by_id[t.id] for t in threads if t.id in by_id and decisions[t.id]])
     out = []
     for t, lab, _ in rows:
         rec = by_id.get(t.id)
@@ -152,8 +156,41 @@ def outcomes(rows: list[tuple[Thread, dict[str, Any], str]], extractor: Extracto
             continue
         idx = ThreadIndex.of(t)
         bad = sum(idx.locate(e.quote, e.comment_id) is False for e in rec.evidence)
-        out.append(Outcome(t.repo.lower(), lab, decisions[t.id], rec, bad))
+        out.append(Outcome(t.repo.lower(), lab, decisions[t.id], rec, bad, in_data.get(t.id, False)))
     return out
+
+
+def dataset_keep(records: Sequence[Record], min_relevance: float | None = None) -> dict[str, bool]:
+    """Thread id → whether ``reprodiag score`` (default settings, or the given ``min_relevance``) keeps the
+    record for the datasets."""
+    from scoring.config import ScoreConfig
+    from scoring.vectorized import records_to_frame, score_frame
+
+    if not records:
+        return {}
+    config = ScoreConfig() if min_relevance is None else ScoreConfig(min_relevance=min_relevance)
+    scored = score_frame(records_to_frame(records), config).select("thread_id", "keep").collect()
+    return dict(zip(scored["thread_id"].to_list(), scored["keep"].to_list(), strict=True))
+
+
+#: The ``min_relevance`` values :func:`gate_line` reports.
+GATES = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def gate_line(name: str, os: Sequence[Outcome]) -> str:
+    """What each ``score --min-relevance`` gate gives on these outcomes: the share of kept records that are
+    reproductions (precision) and the share of labeled reproductions kept (yield)."""
+    recs = [o.record for o in os if o.kept]
+    npos = sum(bool(o.gold.get("is_reproduction")) for o in os)
+    gold = {o.record.thread_id: bool(o.gold.get("is_reproduction")) for o in os}
+    parts = []
+    for g in GATES:
+        keep = dataset_keep(recs, g)
+        kept = [t for t, k in keep.items() if k]
+        pos = sum(gold[t] for t in kept)
+        parts.append(f"{g:.1f}: {len(kept)} records, precision {pos / max(len(kept), 1):.3f}, "
+                     f"yield {pos / max(npos, 1):.3f}")
+    return f"{name}, datasets by `score --min-relevance`: " + "; ".join(parts)
 
 
 def _rate(num: int, den: int) -> float | None:
@@ -186,12 +223,35 @@ def figures(tol: float = 1e-6) -> dict[str, Any]:
                          len(given))
         return f
 
+    def type_balanced(os: Sequence[Outcome]) -> float | None:
+        """Macro-averaged recall of the error type over the gold types present: the accuracy on a set with
+        equally many reproductions of each type."""
+        by: dict[str, list[bool]] = {}
+        for o in pos(os):
+            by.setdefault(str(o.gold.get("error_type")), []).append(o.record.error_type == o.gold.get("error_type"))
+        return sum(sum(v) / len(v) for v in by.values()) / len(by) if by else None
+
+    def in_data(os: Sequence[Outcome]) -> list[Outcome]:
+        return [o for o in pos(os) if o.in_dataset]
+
+    def data_acc(pred: Any) -> Any:
+        return lambda os: _rate(sum(pred(o) for o in in_data(os)), len(in_data(os)))
+
     return {
+        "dataset_precision": lambda os: _rate(len(in_data(os)), sum(o.in_dataset for o in os)),
+        "dataset_yield": lambda os: _rate(len(in_data(os)), len(pos(os))),
+        "dataset_error_type": data_acc(lambda o: o.record.error_type == o.gold.get("error_type")),
+        "dataset_is_resolved": data_acc(lambda o: o.record.is_resolved == resolved_gold(o)),
+        "dataset_paper_value": data_acc(
+            lambda o: _same_val(o.record.symptom.paper_value, o.gold.get("paper_value"), tol)),
+        "dataset_obtained_value": data_acc(
+            lambda o: _same_val(o.record.symptom.obtained_value, o.gold.get("obtained_value"), tol)),
         "precision": lambda os: _rate(sum(o.kept and o.gold["is_reproduction"] for o in os), sum(o.kept for o in os)),
         "recall": lambda os: _rate(sum(o.kept for o in pos(os)), len(pos(os))),
         "false_positive_rate": lambda os: _rate(sum(o.kept and not o.gold["is_reproduction"] for o in os),
                                                 sum(not o.gold["is_reproduction"] for o in os)),
         "error_type": acc(lambda o: o.record.error_type == o.gold.get("error_type")),
+        "error_type_balanced": type_balanced,
         "is_resolved": acc(lambda o: o.record.is_resolved == resolved_gold(o)),
         "paper_value": acc(lambda o: _same_val(o.record.symptom.paper_value, o.gold.get("paper_value"), tol)),
         "paper_wrong": wrong("paper_value"),
@@ -201,8 +261,8 @@ def figures(tol: float = 1e-6) -> dict[str, Any]:
     }
 
 
-FIGURE_NAMES = ("precision", "recall", "false_positive_rate", "error_type", "is_resolved", "paper_value",
-                "paper_wrong", "obtained_value", "obtained_wrong", "metric")
+FIGURE_NAMES = ("precision", "recall", "false_positive_rate", "error_type", "error_type_balanced", "is_resolved",
+                "paper_value", "paper_wrong", "obtained_value", "obtained_wrong", "metric")
 
 
 def measure(os: list[Outcome], tol: float = 1e-6, seed: int = 0) -> dict[str, Estimate]:
@@ -213,11 +273,25 @@ def measure(os: list[Outcome], tol: float = 1e-6, seed: int = 0) -> dict[str, Es
     return out
 
 
+#: What reaches the datasets: precision = share of the records ``score`` keeps that are reproductions,
+#: yield = share of the labeled reproductions kept, then field accuracies over the kept reproductions.
+DATASET_FIGURE_NAMES = ("dataset_precision", "dataset_yield", "dataset_error_type", "dataset_is_resolved",
+                        "dataset_paper_value", "dataset_obtained_value")
+
+
 def format_figures(name: str, os: list[Outcome], m: dict[str, Estimate]) -> str:
+    """One line of the thread-level figures, then (where any record reaches the datasets) one line of what
+    the datasets hold."""
     npos = sum(bool(o.gold.get("is_reproduction")) for o in os)
     parts = [f"{k} {m[k].fmt()}" for k in FIGURE_NAMES if m[k].value is not None]
-    return (f"{name} ({len(os)} threads, {npos} reproductions, {len({o.repo for o in os})} repositories): "
+    line = (f"{name} ({len(os)} threads, {npos} reproductions, {len({o.repo for o in os})} repositories): "
             + ", ".join(parts) + f", ungrounded quotes {int(m['ungrounded_quotes'].value or 0)}")
+    kept = sum(o.in_dataset for o in os)
+    data = [f"{k.removeprefix('dataset_')} {m[k].fmt()}" for k in DATASET_FIGURE_NAMES
+            if k in m and m[k].value is not None]
+    if kept and data:
+        line += f"\n  {name}, records kept by `score` for the datasets ({kept}): " + ", ".join(data)
+    return line
 
 
 def _as_rows(labeled: list[Any]) -> list[tuple[Thread, dict[str, Any], str]]:
@@ -313,6 +387,7 @@ def _real_notes(counts: dict[str, int], sets: tuple[str, ...], seed: int) -> lis
     for name, os_, m in run_real_bench(sets=sets, seed=seed):
         counts[f"{name.split()[1]}_real_rows"] = len(os_)
         notes.append(format_figures(name, os_, m))
+        notes.append(gate_line(name, os_))
     for part in sets:
         rows = load_file(REAL_DIR / f"{part}.jsonl")
         kept = [rules_positive(r.thread) for r in rows]

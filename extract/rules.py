@@ -33,7 +33,7 @@ from extract.causetype import TypeDecision, cause_scores, decide_type
 from extract.cues import CAUSAL, CONFIRM, FIX, HYPOTHESIS
 from extract.evidence import ThreadIndex, check_evidence
 from extract.exchange import Exchange, read_exchange, resolution_type
-from extract.relevance import content_positive
+from extract.relevance import classify
 from extract.symptom import SymptomFound, find_symptom
 from extract.threadinfo import environment, paper_mention, thread_stats, tried_quotes
 from extract.threadtext import Post, has_code, is_bot_comment, posts, sentences
@@ -279,10 +279,12 @@ class RulesExtractor(Extractor):
                           obtained_value=ov, gap=round(ov - pv, 6) if pv is not None and ov is not None else None)
         chain = [Hypothesis(text=h.text, comment_id=h.comment_id, outcome=h.outcome)  # type: ignore[arg-type]
                  for i, h in enumerate(hyps) if f"hypothesis_chain.{i}" not in bad]
+        relevance = classify([thread])[0]
         return Record(
             thread_id=thread.id,
             repo=thread.repo,
-            is_reproduction=content_positive(thread),
+            is_reproduction=relevance.is_reproduction,
+            relevance=relevance.score,
             error_type=etype if "error_type" not in bad else "other",  # type: ignore[arg-type]
             problem_statement=_problem_statement(thread, sym),
             symptom=symptom,

@@ -310,6 +310,9 @@ def score(
     input: Annotated[Path | None, typer.Option("--input", "-i", help="records.jsonl (else the workspace).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="scored.jsonl to write.")] = None,
     threshold: Annotated[int, typer.Option(min=0, max=8, help="Keep records with quality >= this.")] = 4,
+    min_relevance: Annotated[float | None, typer.Option(
+        min=0.0, max=1.0, help="Drop records whose filter probability of being a paper-result reproduction is "
+                               "below this (default 0.7; 0 keeps every record the filter passed).")] = None,
     rejects: Annotated[Path | None, typer.Option(help="Write per-record reject reasons here (JSONL).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for the repository-level split.")] = 0,
     split_date: Annotated[str | None, typer.Option(
@@ -334,7 +337,7 @@ def score(
     from scoring.pipeline import run_score
 
     _report(run_score(None if input else _store(), input=input, output=output, threshold=threshold,
-                      rejects=rejects, seed=seed, split_date=split_date, holdout_repos=holdout_repo or (),
+                      rejects=rejects, **({} if min_relevance is None else {"min_relevance": min_relevance}), seed=seed, split_date=split_date, holdout_repos=holdout_repo or (),
                       batch_size=batch_size, engine=engine, ray_address=ray_address))
 
 

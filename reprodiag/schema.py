@@ -382,6 +382,10 @@ class Record(_Model):
     replay: Verdict | None = None
     # Extensions beyond the ARCHITECTURE contract (documented in the README):
     grounded: bool = False
+    #: The offline filter's calibrated probability (0–1) that the thread is a paper-result reproduction
+    #: (rules extractor); None where the extractor decided ``is_reproduction`` itself (LLM backends).
+    #: ``reprodiag score`` drops records below ``--min-relevance`` (``low_relevance``).
+    relevance: float | None = None
     environment: str | None = None
     paper: str | None = None
     tried: str | None = None

@@ -6,11 +6,20 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+#: Default ``min_relevance``: the lowest gate of a 0.1 grid at which the records ``score`` keeps are
+#: ≥ 95% reproductions on the real corpus's ``dev`` part, cross-validated by repository (README, "What
+#: reaches the datasets").
+MIN_RELEVANCE = 0.7
+
 
 class ScoreConfig(BaseModel):
     """Knobs of ``reprodiag score``.
 
     ``threshold``: keep records whose quality score (0–8) is at least this.
+    ``min_relevance``: drop records whose ``relevance`` (the offline filter's calibrated probability that
+    the thread is a paper-result reproduction) is below this; records without one (LLM extractors) are
+    not affected. The filter itself keeps threads from a lower probability (its threshold is set for
+    recall 0.97, so extraction sees nearly every reproduction); the datasets take the surer ones.
     ``valuable_min_depth``: an ``unresolved_valuable`` record below the
     threshold is still kept when its ``diagnostic_depth`` is at least this.
     ``tier_weights``: sample weight per temporal tier. ``dedup_threshold``:
@@ -24,6 +33,7 @@ class ScoreConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     threshold: int = Field(default=4, ge=0, le=8)
+    min_relevance: float = Field(default=MIN_RELEVANCE, ge=0.0, le=1.0)
     valuable_min_depth: int = Field(default=3, ge=0)
     tier_weights: dict[str, float] = Field(
         default_factory=lambda: {"current": 1.0, "historical": 0.5, "filtered": 0.0})

@@ -44,7 +44,7 @@ from reprodiag.schema import Record, SchemaError, StageReport, parse_record
 from reprodiag.schema_mirror import RECORD_TWIN, RecordLike
 from reprodiag.store import Store
 from scoring.batch import final_doc, score_records
-from scoring.config import ScoreConfig
+from scoring.config import MIN_RELEVANCE, ScoreConfig
 from scoring.dedup import cluster_signatures
 from scoring.quality import DROP_ORDER
 from scoring.splits import SPLITS, assign_repo_splits
@@ -188,8 +188,8 @@ def _parse(it: _Item) -> tuple[RecordLike, dict[str, Any] | None] | Reject:
 
 def _settings_key(config: ScoreConfig) -> str:
     """What a batch's result depends on besides its input (not the corpus-level split settings)."""
-    per_record = config.model_dump(mode="json", include={"threshold", "valuable_min_depth", "tier_weights",
-                                                         "num_perm", "seed", "dedup"})
+    per_record = config.model_dump(mode="json", include={"threshold", "min_relevance", "valuable_min_depth",
+                                                         "tier_weights", "num_perm", "seed", "dedup"})
     return f"{SCORE_VERSION}|{json.dumps(per_record, sort_keys=True)}"
 
 
@@ -513,7 +513,7 @@ def _stage_path(store: Store | None, output: Path | None) -> Path | None:
 
 
 def run_score(store: Store | None, *, input: Path | None, output: Path | None, threshold: int = 4,
-              rejects: Path | None = None, seed: int = 0, config: ScoreConfig | None = None,
+              min_relevance: float = MIN_RELEVANCE, rejects: Path | None = None, seed: int = 0, config: ScoreConfig | None = None,
               split_date: str | date | datetime | None = None,
               holdout_repos: Iterable[str] = (), batch_size: int = BATCH, engine: str = "local",
               ray_address: str | None = None) -> StageReport:
@@ -541,7 +541,8 @@ def run_score(store: Store | None, *, input: Path | None, output: Path | None, t
         cut = parse_split_date(split_date)
         holdout = _holdout(holdout_repos)
         try:
-            config = ScoreConfig(threshold=threshold, seed=seed, split_date=cut, holdout_repos=holdout)
+            config = ScoreConfig(threshold=threshold, min_relevance=min_relevance, seed=seed, split_date=cut,
+                                 holdout_repos=holdout)
         except ValueError as exc:
             raise UserError(f"invalid score settings: {' '.join(str(exc).split())[:200]}") from None
     if input is not None:

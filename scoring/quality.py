@@ -10,7 +10,7 @@ Score components (points; the sum is 0–8):
 * ``quantified_gap`` +1: both ``symptom.paper_value`` and ``symptom.obtained_value`` are known.
 
 Drop reasons, first match wins (:data:`DROP_ORDER`): ``not_reproduction``,
-``bot_only``, ``no_replies`` (0 comments), ``feature_request``,
+``low_relevance`` (the filter's probability below ``min_relevance``), ``bot_only``, ``no_replies`` (0 comments), ``feature_request``,
 ``environment_setup``, ``temporal_filtered``, ``low_quality``; the batch-level
 ``near_duplicate`` comes last (:mod:`scoring.dedup`).
 
@@ -34,6 +34,7 @@ MIN_REACTIONS = 5
 
 DROP_ORDER = (
     "not_reproduction",
+    "low_relevance",
     "bot_only",
     "no_replies",
     "feature_request",

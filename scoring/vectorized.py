@@ -53,7 +53,8 @@ from scoring.temporal import (
 
 PARTICIPANT = pl.Struct({"login": pl.String, "role": pl.String})
 FRAME_SCHEMA: dict[str, Any] = {
-    "thread_id": pl.String, "repo": pl.String, "is_reproduction": pl.Boolean, "error_type": pl.String,
+    "thread_id": pl.String, "repo": pl.String, "is_reproduction": pl.Boolean, "relevance": pl.Float64,
+    "error_type": pl.String,
     "problem_statement": pl.String, "environment": pl.String, "tried": pl.String, "root_cause": pl.String,
     "resolution": pl.String, "hypotheses": pl.List(pl.String), "is_resolved": pl.Boolean,
     "resolution_type": pl.String, "diagnostic_depth": pl.Int64, "has_code_snippet": pl.Boolean,
@@ -95,6 +96,7 @@ def records_to_frame(records: Sequence[Record]) -> pl.DataFrame:
         cols["thread_id"].append(r.thread_id)
         cols["repo"].append(r.repo)
         cols["is_reproduction"].append(r.is_reproduction)
+        cols["relevance"].append(r.relevance)
         cols["error_type"].append(r.error_type)
         cols["problem_statement"].append(r.problem_statement)
         cols["environment"].append(r.environment)
@@ -198,6 +200,7 @@ def score_frame(df: pl.DataFrame | pl.LazyFrame, config: ScoreConfig) -> pl.Lazy
                 & (pl.col("diagnostic_depth") >= config.valuable_min_depth))
     reason = (
         pl.when(~pl.col("is_reproduction")).then(pl.lit("not_reproduction"))
+        .when(pl.col("relevance") < config.min_relevance).then(pl.lit("low_relevance"))
         .when(pl.col("bot_only")).then(pl.lit("bot_only"))
         .when(pl.col("comments") == 0).then(pl.lit("no_replies"))
         .when(labels.str.contains(FEATURE_LABEL_PATTERN) | (

@@ -22,8 +22,10 @@ from extract.learned.train import (
     accuracy_threshold,
     fit_binary,
     fit_multiclass,
+    macro_recall,
     real_and_old,
     recall_threshold,
+    top_class,
 )
 from extract.realcorpus import Labeled
 from extract.rules import Reading, read_thread
@@ -128,14 +130,27 @@ def values_of(pos: list[tuple[Labeled, float, bool, Reading]]) -> list[float]:
     return out
 
 
-def _cv_accuracy_type(tr: Trained, pos: list[tuple[Labeled, float, bool, Reading]]) -> tuple[float, float, int]:
-    """(learned out-of-fold accuracy, rules accuracy) on the scored rows."""
+@dataclass(frozen=True)
+class TypeCV:
+    """Out-of-fold accuracy and macro-averaged recall (balanced accuracy) of the learned error type and of
+    the rules on the scored rows."""
+
+    learned_accuracy: float
+    rules_accuracy: float
+    learned_macro_recall: float
+    rules_macro_recall: float
+    n: int
+
+
+def _cv_type(tr: Trained, pos: list[tuple[Labeled, float, bool, Reading]]) -> TypeCV:
     ex = tr.examples
     idx = sorted(tr.oof)
     by_key = {r.thread.id: rd for r, _w, _s, rd in pos}
-    learned = sum(max(tr.oof[i], key=lambda c: tr.oof[i][c]) == ex.y[i] for i in idx)
-    rules = sum(by_key[ex.key[i]].type_decision.error_type == ex.y[i] for i in idx)
-    return learned / max(len(idx), 1), rules / max(len(idx), 1), len(idx)
+    learned = {i: top_class(tr.oof[i], TYPES) for i in idx}
+    rules = {i: by_key[ex.key[i]].type_decision.error_type for i in idx}
+    n = max(len(idx), 1)
+    return TypeCV(sum(learned[i] == ex.y[i] for i in idx) / n, sum(rules[i] == ex.y[i] for i in idx) / n,
+                  macro_recall(learned, ex.y, TYPES), macro_recall(rules, ex.y, TYPES), len(idx))
 
 
 def train_all(real: list[Labeled], old: list[Labeled], *, seed: int = 0) -> tuple[list[LinearModel], list[str]]:
@@ -182,13 +197,19 @@ def train_all(real: list[Labeled], old: list[Labeled], *, seed: int = 0) -> tupl
                      f"wrong/given {wrong / max(given, 1):.3f} at threshold {tr.model.threshold:.3f}")
         models.append(tr.model)
     typ = fit_multiclass("error_type", type_examples(pos), seed, dict(meta))
-    lacc, racc2, n = _cv_accuracy_type(typ, pos)
-    use = lacc > racc2
+    cv = _cv_type(typ, pos)
+    # the learned model replaces the rules when it is better on the balanced measure the prior correction aims at
+    use = cv.learned_macro_recall > cv.rules_macro_recall
     m = typ.model
     typ_model = LinearModel(name=m.name, classes=m.classes, bias=m.bias, coef=m.coef, temperature=m.temperature,
-                            threshold=m.threshold, meta=dict(m.meta, use=use, cv_accuracy=round(lacc, 4),
-                                                             rules_accuracy=round(racc2, 4)))
-    notes.append(f"error type (cv, {n} real dev reproductions): learned {lacc:.3f} vs rules {racc2:.3f} -> "
+                            threshold=m.threshold,
+                            meta=dict(m.meta, use=use, cv_accuracy=round(cv.learned_accuracy, 4),
+                                      rules_accuracy=round(cv.rules_accuracy, 4),
+                                      cv_macro_recall=round(cv.learned_macro_recall, 4),
+                                      rules_macro_recall=round(cv.rules_macro_recall, 4)))
+    notes.append(f"error type (cv, {cv.n} real dev reproductions): accuracy learned {cv.learned_accuracy:.3f} vs "
+                 f"rules {cv.rules_accuracy:.3f}, macro-averaged recall {cv.learned_macro_recall:.3f} vs "
+                 f"{cv.rules_macro_recall:.3f} (prior correction {m.meta.get('prior_alpha')}) -> "
                  f"{'learned' if use else 'rules'} used")
     models.append(typ_model)
     return models, notes

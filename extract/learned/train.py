@@ -202,8 +202,50 @@ def fit_binary(name: str, ex: Examples, seed: int, choose_threshold: Callable[[l
     return Trained(model, {i: 1.0 / (1.0 + math.exp(-(a * oof[i] + b))) for i in idx}, ex)
 
 
+#: Prior corrections tried for the multi-class model: 0 keeps the training mix's class prior, 1 removes it
+#: (the scores become those of a uniform class prior).
+PRIOR_GRID = (0.0, 0.5, 1.0)
+
+
+def macro_recall(pred: dict[int, str], y: Sequence[Any], classes: Sequence[str]) -> float:
+    """Mean over the classes present in ``y`` (at the indices of ``pred``) of the share of that class's rows
+    predicted as it (balanced accuracy): what the accuracy would be on a set with equally many rows of each
+    class."""
+    rec = []
+    for c in classes:
+        rows = [i for i in pred if y[i] == c]
+        if rows:
+            rec.append(sum(pred[i] == c for i in rows) / len(rows))
+    return sum(rec) / max(len(rec), 1)
+
+
+def class_prior(ex: Examples, classes: Sequence[str]) -> dict[str, float]:
+    """The weighted share of each class among all training rows (smoothed by one row per class)."""
+    tot = {c: 1.0 for c in classes}
+    for y, w in zip(ex.y, ex.weight, strict=True):
+        if y in tot:
+            tot[y] += w
+    s = sum(tot.values())
+    return {c: v / s for c, v in tot.items()}
+
+
+def top_class(sc: dict[str, float], classes: Sequence[str]) -> str:
+    """The best-scoring class; ties go to the class listed first (as at run time)."""
+    order = {c: k for k, c in enumerate(classes)}
+    return max(sc, key=lambda c: (sc[c], -order.get(c, len(order))))
+
+
+def _adjusted(sc: dict[str, float], prior: dict[str, float], alpha: float) -> dict[str, float]:
+    return {c: v - alpha * math.log(prior.get(c, 1.0)) for c, v in sc.items()}
+
+
 def fit_multiclass(name: str, ex: Examples, seed: int, meta: dict[str, Any],
-                   classes: tuple[str, ...] = TYPES) -> Trained:
+                   classes: tuple[str, ...] = TYPES, prior_grid: tuple[float, ...] = PRIOR_GRID) -> Trained:
+    """Fit a multinomial model. The corpus's class mix is a property of how it was collected, not of the
+    threads a user mines, so the prediction may remove part of the training prior: ``alpha`` (0, 0.5 or 1)
+    times ``log prior(c)`` is subtracted from each class score, the ``alpha`` of best out-of-fold
+    macro-averaged recall (ties: the smaller ``alpha``). The correction is folded into the exported bias;
+    ``meta`` records ``prior_alpha`` and the prior. ``oof`` holds the corrected out-of-fold scores."""
     def loss(oof: dict[int, Any]) -> float:
         tot = 0.0
         for i, sc in oof.items():
@@ -220,10 +262,27 @@ def fit_multiclass(name: str, ex: Examples, seed: int, meta: dict[str, Any],
         lv = loss(scaled)
         if lv < best_l:
             best_t, best_l = t, lv
+    # the correction acts on calibrated log-probabilities: p'(c) ∝ p(c) / prior(c) ** alpha
+    scaled = {i: {c: v / best_t for c, v in sc.items()} for i, sc in oof.items()}
+    prior = class_prior(ex, classes)
+    best_a, best_r = 0.0, -1.0
+    for a in prior_grid:
+        pred = {i: top_class(_adjusted(sc, prior, a), classes) for i, sc in scaled.items()}
+        r = macro_recall(pred, ex.y, classes)
+        if r > best_r + 1e-12:
+            best_a, best_r = a, r
+    oof = {i: _adjusted(sc, prior, best_a) for i, sc in scaled.items()}
     vec, clf = _fit(ex, list(range(len(ex.X))), C, seed, True)
     present = tuple(c for c in classes if c in set(clf.classes_))
-    meta = dict(meta, C=C, seed=seed, rows=len(ex.X), scored_rows=len(oof), features=len(vec.get_feature_names_out()))
+    meta = dict(meta, C=C, seed=seed, rows=len(ex.X), scored_rows=len(oof), features=len(vec.get_feature_names_out()),
+                prior_alpha=best_a, prior={c: round(prior[c], 4) for c in present})
     model = _export(name, vec, clf, classes=present, multiclass=True, meta=meta, temperature=best_t)
+    # fold the correction into the bias: the runtime divides the scores by the temperature, so the raw bias
+    # carries temperature * alpha * log prior
+    shift = tuple(best_t * best_a * math.log(prior[c]) for c in present)
+    model = LinearModel(name=model.name, classes=model.classes,
+                        bias=tuple(round(b - d, 5) for b, d in zip(model.bias, shift, strict=True)),
+                        coef=model.coef, temperature=model.temperature, threshold=model.threshold, meta=model.meta)
     return Trained(model, oof, ex)
 
 

@@ -133,6 +133,27 @@ def test_bench_on_a_corpus_folder_reports_test_with_intervals(tmp_path: Path, co
     [(name, os_, m)] = run_real_bench(sets=("test",), corpus=tmp_path)
     assert name == "real test" and len(os_) == 40
     assert m["false_positive_rate"].value is not None and m["ungrounded_quotes"].value == 0
+    # what reaches the datasets: exactly the filter-kept records that `score` keeps
+    from extract.bench import dataset_keep, format_figures
+
+    keep = dataset_keep([o.record for o in os_ if o.kept])
+    assert {o.record.thread_id for o in os_ if o.in_dataset} == {t for t, k in keep.items() if k}
+    assert not any(o.in_dataset and not o.kept for o in os_)
+    data = [o for o in os_ if o.in_dataset]
+    assert data, "some test threads reach the datasets"
+    repro = [o for o in data if o.gold["is_reproduction"]]
+    assert m["dataset_precision"].value == pytest.approx(len(repro) / len(data))
+    assert m["dataset_yield"].value == pytest.approx(len(repro) / sum(o.gold["is_reproduction"] for o in os_))
+    typed = sum(o.record.error_type == o.gold["error_type"] for o in repro) / len(repro)
+    assert m["dataset_error_type"].value == pytest.approx(typed)
+    assert f"records kept by `score` for the datasets ({len(data)}): precision" in format_figures(name, os_, m)
+    # balanced error type: the mean over gold types of each type's accuracy
+    per: dict[str, list[bool]] = {}
+    for o in os_:
+        if o.gold["is_reproduction"]:
+            per.setdefault(o.gold["error_type"], []).append(o.record.error_type == o.gold["error_type"])
+    assert len(per) >= 3
+    assert m["error_type_balanced"].value == pytest.approx(sum(sum(v) / len(v) for v in per.values()) / len(per))
 
 
 def test_train_cli_writes_weights_and_rejects_a_corrupt_corpus(tmp_path: Path, cli, corpus) -> None:  # noqa: ANN001

@@ -38,6 +38,19 @@ def test_resolved_thread_fields() -> None:
     assert r.stats.comments == 5 and r.stats.state_reason == "completed" and not r.stats.bot_only
 
 
+def test_relevance_is_the_filters_probability() -> None:
+    from extract.relevance import classify
+    from scoring.config import MIN_RELEVANCE
+
+    repro = _resolved()
+    install = make_thread("pip install fails", "Building the CUDA extension fails with nvcc error 1 on Ubuntu 22.04.",
+                          [("maint", "OWNER", "Install the matching CUDA toolkit.")])
+    recs = RulesExtractor().extract([repro, install])
+    for r, d in zip(recs, classify([repro, install]), strict=True):
+        assert r.relevance == d.score and r.is_reproduction == d.is_reproduction
+    assert recs[0].relevance > MIN_RELEVANCE > recs[1].relevance
+
+
 def test_every_evidence_quote_is_in_the_thread() -> None:
     t = _resolved()
     r = RulesExtractor().extract([t])[0]

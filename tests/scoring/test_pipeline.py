@@ -112,6 +112,30 @@ def test_cli_scores_a_file(cli: Callable[..., object], make_record: Callable[...
     assert GH not in out.read_text()
 
 
+def test_cli_min_relevance_gates_the_filters_unsure_records(cli: Callable[..., object],
+                                                            make_record: Callable[..., Record],
+                                                            tmp_path: Path) -> None:
+    recs = [make_record(i).model_copy(update={"relevance": p})
+            for i, p in enumerate((0.2, 0.55, 0.75, 0.95, None))]
+    src = tmp_path / "r.jsonl"
+    src.write_text("".join(r.model_dump_json() + "\n" for r in recs))
+
+    def kept(*flags: str) -> list[float | None]:
+        out = tmp_path / "s.jsonl"
+        proc = cli("-q", "score", "--input", str(src), "--output", str(out), *flags)
+        assert proc.returncode == 0, proc.stderr
+        rows = [parse_record(json.loads(x)) for x in out.read_text().splitlines()]
+        assert {r.quality.drop_reason for r in rows if not r.quality.keep} <= {"low_relevance"}
+        return [r.relevance for r in rows if r.quality.keep]
+
+    assert kept() == [0.75, 0.95, None]
+    assert kept("--min-relevance", "0.5") == [0.55, 0.75, 0.95, None]
+    assert kept("--min-relevance", "0") == [0.2, 0.55, 0.75, 0.95, None]
+    bad = cli("score", "--input", str(src), "--min-relevance", "1.5")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
 # --------------------------------------------------------------------------- split options, file-mode purity
 
 

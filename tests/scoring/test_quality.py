@@ -81,6 +81,22 @@ def test_drop_reasons(make_record: Callable[..., Record], kwargs: dict, reason: 
     assert quality(make_record(**kwargs)).drop_reason == reason
 
 
+def test_records_below_the_relevance_gate_are_dropped(make_record: Callable[..., Record]) -> None:
+    """``min_relevance`` gates the filter's probability; records without one (LLM extractors) pass, and the
+    gate comes after ``not_reproduction`` in the drop order."""
+    assert CFG.min_relevance == 0.7
+    unsure = make_record().model_copy(update={"relevance": 0.45})
+    assert quality(unsure).drop_reason == "low_relevance"
+    assert quality(unsure, ScoreConfig(min_relevance=0.4)).keep
+    assert quality(unsure, ScoreConfig(min_relevance=0.0)).keep
+    assert quality(make_record().model_copy(update={"relevance": 0.7})).keep  # at the gate: kept
+    assert quality(make_record().model_copy(update={"relevance": None})).keep
+    both = make_record(is_reproduction=False).model_copy(update={"relevance": 0.1})
+    assert quality(both).drop_reason == "not_reproduction"
+    with pytest.raises(ValueError):
+        ScoreConfig(min_relevance=1.5)
+
+
 def test_install_words_in_a_quantified_reproduction_do_not_drop_it(make_record: Callable[..., Record]) -> None:
     r = make_record(error_type="framework_version",
                     problem_statement="After pip install torch 2.0 my accuracy is 79.1 instead of 81.8")
