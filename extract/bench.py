@@ -237,8 +237,19 @@ def figures(tol: float = 1e-6) -> dict[str, Any]:
     def data_acc(pred: Any) -> Any:
         return lambda os: _rate(sum(pred(o) for o in in_data(os)), len(in_data(os)))
 
+    def eval_sound(os: Sequence[Outcome]) -> float | None:
+        """Of the dataset records ``build`` may turn into eval items (:func:`reprodiag.build.eval_eligible`),
+        the share whose thread is a reproduction the labels call resolved, of the recorded type: items whose
+        gold cause and type can be trusted."""
+        from reprodiag.build import eval_eligible
+
+        el = [o for o in os if o.in_dataset and eval_eligible(o.record)]
+        return _rate(sum(bool(o.gold.get("is_reproduction")) and resolved_gold(o)
+                         and o.record.error_type == o.gold.get("error_type") for o in el), len(el))
+
     return {
         "dataset_precision": lambda os: _rate(len(in_data(os)), sum(o.in_dataset for o in os)),
+        "dataset_eval_sound": eval_sound,
         "dataset_yield": lambda os: _rate(len(in_data(os)), len(pos(os))),
         "dataset_error_type": data_acc(lambda o: o.record.error_type == o.gold.get("error_type")),
         "dataset_is_resolved": data_acc(lambda o: o.record.is_resolved == resolved_gold(o)),
@@ -274,9 +285,10 @@ def measure(os: list[Outcome], tol: float = 1e-6, seed: int = 0) -> dict[str, Es
 
 
 #: What reaches the datasets: precision = share of the records ``score`` keeps that are reproductions,
-#: yield = share of the labeled reproductions kept, then field accuracies over the kept reproductions.
+#: yield = share of the labeled reproductions kept, then field accuracies over the kept reproductions, and
+#: eval_sound = share of the eval-eligible kept records that are resolved reproductions of the recorded type.
 DATASET_FIGURE_NAMES = ("dataset_precision", "dataset_yield", "dataset_error_type", "dataset_is_resolved",
-                        "dataset_paper_value", "dataset_obtained_value")
+                        "dataset_paper_value", "dataset_obtained_value", "dataset_eval_sound")
 
 
 def format_figures(name: str, os: list[Outcome], m: dict[str, Estimate]) -> str:

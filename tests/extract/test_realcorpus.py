@@ -147,6 +147,12 @@ def test_bench_on_a_corpus_folder_reports_test_with_intervals(tmp_path: Path, co
     typed = sum(o.record.error_type == o.gold["error_type"] for o in repro) / len(repro)
     assert m["dataset_error_type"].value == pytest.approx(typed)
     assert f"records kept by `score` for the datasets ({len(data)}): precision" in format_figures(name, os_, m)
+    from reprodiag.build import eval_eligible
+
+    el = [o for o in data if eval_eligible(o.record)]
+    sound = [o for o in el if o.gold["is_reproduction"] and o.gold["is_resolved"]
+             and o.record.error_type == o.gold["error_type"]]
+    assert m["dataset_eval_sound"].value == (pytest.approx(len(sound) / len(el)) if el else None)
     # balanced error type: the mean over gold types of each type's accuracy
     per: dict[str, list[bool]] = {}
     for o in os_:
