@@ -714,7 +714,8 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
     }
     facts = {"resolution": Counter(row["resolution_type"] for _s, row in c.sft_rows),
              "verified": sum(row["verified"] for _s, row in c.sft_rows),
-             "rejected_sources": Counter(row["rejected_source"] for _s, row in c.dpo_rows)}
+             "rejected_sources": Counter(row["rejected_source"] for _s, row in c.dpo_rows),
+             "extractors": Counter(r.extractor.backend for r in (*carve.eval_records, *carve.train_records))}
     tmp = _prepare_out(out_dir)
     try:
         sizes = {"sft": _save("sft", _by_split(c.sft_rows), tmp)}

@@ -130,6 +130,9 @@ def test_card_reports_this_runs_funnel(out: Path) -> None:
     assert "| kept (score) | 45 |" in card
     assert f"| sft rows | {sft_n} |" in card
     assert "GitHub Terms of Service" in card and "historical" in card
+    # the limitations name this build's extractors, and the measured limits of the offline one
+    assert "records by extractor: rules: " in card
+    assert "about 40% of its eval items" in card
 
 
 def test_no_secret_or_login_in_any_output(out: Path) -> None:
