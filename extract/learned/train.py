@@ -10,7 +10,8 @@ temperature for the error type) and the decision threshold:
 * resolved: the threshold of best out-of-fold accuracy;
 * values: the threshold of best out-of-fold net exactness, a wrong value costing ``VALUE_WRONG_COST`` (4)
   correct ones: below it the value is left null (a null is better than a wrong value);
-* error type: the learned model replaces the rules only if its out-of-fold accuracy is higher.
+* error type: part of the training mix's class prior is removed (:func:`fit_multiclass`), and the learned
+  model replaces the rules only if its out-of-fold macro-averaged recall is higher.
 
 Training is deterministic for a seed (same data, same seed → byte-identical weights files).
 """
