@@ -389,11 +389,6 @@ def classify(threads: list[Thread]) -> list[FilterDecision]:
     return out
 
 
-def content_positive(thread: Thread) -> bool:
-    """The filter's content decision for one thread."""
-    return classify([thread])[0].is_reproduction
-
-
 def rules_positive(thread: Thread) -> bool:
     """The hand-weighted cue decision the learned filter replaced (kept as a baseline for the bench)."""
     return _decide(signals(thread))[0]

@@ -279,12 +279,12 @@ class RulesExtractor(Extractor):
                           obtained_value=ov, gap=round(ov - pv, 6) if pv is not None and ov is not None else None)
         chain = [Hypothesis(text=h.text, comment_id=h.comment_id, outcome=h.outcome)  # type: ignore[arg-type]
                  for i, h in enumerate(hyps) if f"hypothesis_chain.{i}" not in bad]
-        relevance = classify([thread])[0]
+        decision = classify([thread])[0]
         return Record(
             thread_id=thread.id,
             repo=thread.repo,
-            is_reproduction=relevance.is_reproduction,
-            relevance=relevance.score,
+            is_reproduction=decision.is_reproduction,
+            relevance=decision.score,
             error_type=etype if "error_type" not in bad else "other",  # type: ignore[arg-type]
             problem_statement=_problem_statement(thread, sym),
             symptom=symptom,

@@ -334,10 +334,12 @@ def score(
 
     Example: reprodiag score --threshold 4 --holdout-repo facebookresearch/fairseq
     """
+    from scoring.config import MIN_RELEVANCE
     from scoring.pipeline import run_score
 
     _report(run_score(None if input else _store(), input=input, output=output, threshold=threshold,
-                      rejects=rejects, **({} if min_relevance is None else {"min_relevance": min_relevance}), seed=seed, split_date=split_date, holdout_repos=holdout_repo or (),
+                      min_relevance=MIN_RELEVANCE if min_relevance is None else min_relevance,
+                      rejects=rejects, seed=seed, split_date=split_date, holdout_repos=holdout_repo or (),
                       batch_size=batch_size, engine=engine, ray_address=ray_address))
 
 
