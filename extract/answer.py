@@ -37,8 +37,9 @@ class AnswerEvidence(_Strict):
 
 class AnswerHypothesis(_Strict):
     text: str
-    comment_id: str | None
+    comment_id: str | None = Field(description="Id of the post that raised it; null for the opening post.")
     outcome: Literal["confirmed", "refuted", "untested"]
+    basis: str | None = Field(default=None, description="What in the thread ruled it in or out; null when untested.")
 
 
 class LLMAnswer(_Strict):
@@ -53,6 +54,8 @@ class LLMAnswer(_Strict):
     hypotheses: list[AnswerHypothesis]
     root_cause: str | None
     resolution: str | None
+    verification: str | None = Field(default=None, description="How the thread verified the cause; null unless it did.")
+    open_questions: list[str] = Field(default_factory=list, description="Unresolved threads: what is open and what to check next.")
     is_resolved: bool
     diagnostic_depth: int
     environment: str | None
@@ -86,9 +89,21 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
 ANSWER_SCHEMA = strict_schema(LLMAnswer)
 SCHEMA_HASH = hashlib.sha256(json.dumps(ANSWER_SCHEMA, sort_keys=True).encode()).hexdigest()[:16]
 
+#: Evidence field names models write without the record's prefix ("paper_value" for "symptom.paper_value").
+_FIELD_ALIASES = {"paper_value": "symptom.paper_value", "obtained_value": "symptom.obtained_value",
+                  "metric": "symptom.metric", "hypotheses": "hypothesis_chain"}
+
+
+def evidence_field(name: str) -> str:
+    """The record's name for an evidence field as a model wrote it ("paper_value", "hypotheses.1")."""
+    head, dot, rest = name.strip().partition(".")
+    head = _FIELD_ALIASES.get(head, head)
+    return head + dot + rest
+
+
 def ungrounded_fields(thread: Thread, answer: LLMAnswer) -> list[str]:
     """Fields stated in ``answer`` whose quotes are not found in the thread (or that have no quote)."""
-    ev = [Evidence(field=e.field, comment_id=e.comment_id, quote=e.quote) for e in answer.evidence]
+    ev = [Evidence(field=evidence_field(e.field), comment_id=e.comment_id, quote=e.quote) for e in answer.evidence]
     checked = check_evidence(thread, ev)
     good = {e.field for e in checked.evidence}
     stated = _stated(answer)
@@ -109,7 +124,7 @@ def _stated(answer: LLMAnswer) -> list[str]:
 def to_record(thread: Thread, answer: LLMAnswer, *, backend: str, model: str | None,
               prompt_version: str) -> Record:
     """A Record from a validated answer; fields whose evidence fails are dropped, ``grounded`` says so."""
-    ev = [Evidence(field=e.field, comment_id=e.comment_id, quote=e.quote) for e in answer.evidence]
+    ev = [Evidence(field=evidence_field(e.field), comment_id=e.comment_id, quote=e.quote) for e in answer.evidence]
     checked = check_evidence(thread, ev, ThreadIndex.of(thread))
     good = {e.field for e in checked.evidence}
     bad = set(checked.failed_fields) | {f for f in _stated(answer) if f not in good}

@@ -83,13 +83,18 @@ class AnthropicExtractor(LLMExtractor):
         return {"custom_id": cid, "params": self._params(system, [{"role": "user", "content": user}])}
 
     def result_answer(self, line: dict[str, Any]) -> tuple[str, Completion | None, str | None]:
-        cid = str(line.get("custom_id", ""))
-        result = line.get("result") or {}
-        if not isinstance(result, dict) or result.get("type") != "succeeded" or not isinstance(
-                result.get("message"), dict):
-            kind = result.get("type") if isinstance(result, dict) else "invalid"
-            return cid, None, f"batch request {kind}"
-        return cid, _completion(result["message"]), None
+        return result_answer(line)
+
+
+def result_answer(line: dict[str, Any]) -> tuple[str, Completion | None, str | None]:
+    """(custom_id, completion or None, error) from one line of an Anthropic Message Batches results file."""
+    cid = str(line.get("custom_id", ""))
+    result = line.get("result") or {}
+    if not isinstance(result, dict) or result.get("type") != "succeeded" or not isinstance(
+            result.get("message"), dict):
+        kind = result.get("type") if isinstance(result, dict) else "invalid"
+        return cid, None, f"batch request {kind}"
+    return cid, _completion(result["message"]), None
 
 
 def _completion(msg: dict[str, Any]) -> Completion:

@@ -460,3 +460,71 @@ def run_bench(dev_set: Path | None = None, *, include_sample: bool = True, real_
     notes.append(f"prompt compaction on the dev set ({len(rows)} threads, with bots, quotes and logs): {full} -> "
                  f"{comp} estimated tokens ({100.0 * (full - comp) / max(full, 1):.1f}% saved)")
     return StageReport(stage="bench extract", counts=counts, outputs={"dev_set": str(path)}, notes=notes)
+
+
+def _part_rows(part: str, corpus: Path | None = None) -> list[tuple[Thread, dict[str, Any], str]]:
+    """Labeled rows of a real-corpus part (``dev``, ``test``) or of the bundled sample (``sample``)."""
+    from extract.realcorpus import REAL_DIR, load_file
+
+    if part == "sample":
+        return sample_rows()
+    return _as_rows(load_file((corpus or REAL_DIR) / f"{part}.jsonl"))
+
+
+def recorded_answers_path(answers: Path, part: str) -> Path:
+    """The results file of ``part``: ``answers`` itself, or ``<answers>/<part>.results.jsonl`` for a folder."""
+    from extract.recorded import results_path
+
+    if answers.is_dir():
+        return results_path(answers, part)
+    return answers
+
+
+def run_recorded_bench(answers: Path, *, sets: tuple[str, ...] = ("test",), seed: int = 0,
+                       corpus: Path | None = None, allow_stale: bool = False) -> StageReport:
+    """``bench extract --answers``: recorded Batch API results (a file, or a recorded-set folder with its
+    manifest) scored with the figures of the offline rows, over the labeled rows of each part that have an
+    answer. Answers made for another prompt version or schema are stale: a UserError names them (unless
+    ``allow_stale``, and then every line says so). Unusable answers (failed, truncated, not JSON, schema
+    violations) are counted and their threads left out of the figures; quotes that do not check out drop
+    their field (as ``extract --collect`` does) and are counted as ungrounded."""
+    from extract.cascade import LLM_GATE, cascade_line
+    from extract.recorded import RecordedExtractor, find_manifest, staleness
+
+    if not answers.exists():
+        raise UserError(f"no recorded answers at {answers}")
+    manifest = find_manifest(answers)
+    stale = staleness(manifest)
+    if stale and not allow_stale:
+        raise UserError(f"the answers in {answers} are stale ({stale}): not scored; record them again for the "
+                        f"current prompt (or pass --allow-stale to see the old figures, labeled stale)")
+    model = manifest.model if manifest else None
+    tag = f"recorded answers ({model or 'unknown model'}" + (f", STALE: {stale}" if stale else "") + ")"
+    notes = [f"{tag}: " + (f"{manifest.prompt_version}, schema {manifest.schema_hash}, {manifest.date}; "
+                           f"{manifest.method}" if manifest else "no manifest beside the file: provenance unknown")]
+    counts: dict[str, int] = {}
+    for part in sets:
+        path = recorded_answers_path(answers, part)
+        if not path.exists():
+            notes.append(f"{part}: no recorded answers ({path})")
+            continue
+        ext = RecordedExtractor(path, model=model)
+        rows = [r for r in _part_rows(part, corpus) if ext.answered(r[0].id)]
+        if not rows:
+            notes.append(f"{part}: none of the {path.name} answers belongs to this part")
+            continue
+        os_ = outcomes(rows, ext)
+        m = measure(os_, SAMPLE_TOLERANCE if part == "sample" else 1e-6, seed=seed)
+        name = f"recorded {part}" if part == "sample" else f"recorded real {part}"
+        notes.append(format_figures(name, os_, m))
+        notes.append(f"  {name}: {len(rows)} answered, {len(ext.failures)} unusable ({ext.truncated} truncated), "
+                     f"{sum(not o.record.grounded for o in os_)} records with a dropped or ungrounded field; "
+                     f"usage: {ext.cost_summary()}")
+        if part != "sample":
+            notes.append("  " + cascade_line(name, rows, os_, LLM_GATE))
+        counts[f"{part}_answered"] = len(rows)
+        counts[f"{part}_unusable"] = len(ext.failures)
+    if not counts:
+        raise UserError(f"no recorded answers in {answers} for {', '.join(sets)}")
+    return StageReport(stage="bench extract", counts=counts,
+                       outputs={"answers": str(answers), "model": model or "", "stale": stale or ""}, notes=notes)

@@ -111,17 +111,22 @@ class OpenAIExtractor(LLMExtractor):
                 "body": self._params(system, [{"role": "user", "content": user}])}
 
     def result_answer(self, line: dict[str, Any]) -> tuple[str, Completion | None, str | None]:
-        cid = str(line.get("custom_id", ""))
-        resp = line.get("response") or {}
-        body = resp.get("body") if isinstance(resp, dict) else None
-        if line.get("error") or not isinstance(body, dict) or resp.get("status_code", 200) != 200:
-            err = line.get("error") or (body or {}).get("error") if isinstance(body, dict) else line.get("error")
-            return cid, None, f"batch request failed: {json.dumps(err)[:200]}"
-        try:
-            choice = body["choices"][0]
-            u = body.get("usage") or {}
-            cached = int(((u.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
-            return cid, Completion(choice["message"].get("content"), None, choice.get("finish_reason") == "length",
-                                   Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0), 1, cached)), None
-        except (KeyError, IndexError, TypeError, AttributeError):
-            return cid, None, "batch result has no choices"
+        return result_answer(line)
+
+
+def result_answer(line: dict[str, Any]) -> tuple[str, Completion | None, str | None]:
+    """(custom_id, completion or None, error) from one line of an OpenAI Batch results file."""
+    cid = str(line.get("custom_id", ""))
+    resp = line.get("response") or {}
+    body = resp.get("body") if isinstance(resp, dict) else None
+    if line.get("error") or not isinstance(body, dict) or resp.get("status_code", 200) != 200:
+        err = line.get("error") or (body or {}).get("error") if isinstance(body, dict) else line.get("error")
+        return cid, None, f"batch request failed: {json.dumps(err)[:200]}"
+    try:
+        choice = body["choices"][0]
+        u = body.get("usage") or {}
+        cached = int(((u.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
+        return cid, Completion(choice["message"].get("content"), None, choice.get("finish_reason") == "length",
+                               Usage(u.get("prompt_tokens", 0), u.get("completion_tokens", 0), 1, cached)), None
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return cid, None, "batch result has no choices"

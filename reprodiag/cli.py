@@ -580,6 +580,7 @@ class RealSet(StrEnum):
     dev = "dev"
     test = "test"
     both = "both"
+    sample = "sample"
 
 
 @bench_app.command("extract")
@@ -596,11 +597,17 @@ def bench_extract(
              "--latency-ms, local vs a local Ray cluster.")] = None,
     threads: Annotated[int, typer.Option(min=1, max=100_000, help="With --engine ray: threads to extract.")] = 400,
     latency_ms: Annotated[float, typer.Option(min=0, max=10_000, help="With --engine ray: server latency.")] = 300.0,
+    answers: Annotated[Path | None, typer.Option(
+        help="Score recorded Batch API results (a results file, or a recorded-set folder with manifest.json) "
+             "instead of calling a provider.")] = None,
+    allow_stale: Annotated[bool, typer.Option(help="With --answers: score answers made for another prompt "
+                                                   "or schema, labeled stale.")] = False,
 ) -> None:
     """Filter precision / recall / false-positive rate, error type, is_resolved and value accuracy on the
     real-thread corpus (dev cross-validated, frozen test) and the older sets, each with a 95% interval.
 
     Example: reprodiag bench extract --backend openai --model gpt-5-mini --set test
+    Recorded answers: reprodiag bench extract --answers extract/data/recorded --set test
     Throughput on Ray: reprodiag bench extract --engine ray --threads 400 --latency-ms 300
     """
     from extract.bench import run_bench, run_llm_bench
@@ -613,6 +620,13 @@ def bench_extract(
         _report(run_engine_bench(n=threads, latency_ms=latency_ms, concurrency=concurrency))
         return
     sets = ("dev", "test") if set_ is RealSet.both else (set_.value,)
+    if answers is not None:
+        from extract.bench import run_recorded_bench
+
+        _report(run_recorded_bench(answers, sets=sets, seed=seed, allow_stale=allow_stale))
+        return
+    if set_ is RealSet.sample:
+        raise UserError("--set sample is for --answers (the offline rows cover the sample already)")
     if backend is Backend.rules:
         _report(run_bench(dev_set=dev_set, real_sets=sets, seed=seed))
     else:
