@@ -2,17 +2,24 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-stamp
+# the demo needs the package and its `cases` extra; the tests and lint need `dev` (Ray, pytest, ruff, notebooks)
+DEMO_STAMP := $(VENV)/.installed-cases
+STAMP := $(VENV)/.installed-dev
 WORKSPACE ?= reprodiag-workspace
 # test processes (pytest-xdist, one test file per worker at a time): the cores, at most 4
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: demo test lint sysdeps bench clean gpu-test
 
+$(DEMO_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[cases]'
+	@touch $(DEMO_STAMP)
+
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
-	@touch $(STAMP)
+	@touch $(STAMP) $(DEMO_STAMP)
 
 # Debian packages the demo and the tests need (bubblewrap for the sandbox; slirp4netns gives a setup step
 # that asks for the network its own, without the host's loopback), installed when root and missing.
@@ -28,7 +35,7 @@ sysdeps:
 	  else echo "bubblewrap or slirp4netns is missing and this is not root: install them (sudo apt-get install bubblewrap slirp4netns), else replays are skipped"; fi; \
 	fi
 
-demo: $(STAMP) sysdeps
+demo: $(DEMO_STAMP) sysdeps
 	$(VENV)/bin/reprodiag -w $(WORKSPACE) demo
 
 test: $(STAMP) sysdeps

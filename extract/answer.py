@@ -110,6 +110,15 @@ def ungrounded_fields(thread: Thread, answer: LLMAnswer) -> list[str]:
     return sorted(f for f in stated if f not in good)
 
 
+def dropped_fields(thread: Thread, answer: LLMAnswer) -> list[str]:
+    """Fields ``to_record`` drops: a stated value or root cause without a verbatim quote, and any field whose
+    quote is not in the thread (descriptive fields included)."""
+    ev = [Evidence(field=evidence_field(e.field), comment_id=e.comment_id, quote=e.quote) for e in answer.evidence]
+    checked = check_evidence(thread, ev, ThreadIndex.of(thread))
+    good = {e.field for e in checked.evidence}
+    return sorted(set(checked.failed_fields) | {f for f in _stated(answer) if f not in good})
+
+
 def _stated(answer: LLMAnswer) -> list[str]:
     """Fields that must carry a checked quote when stated: the two values and the root cause."""
     out = []

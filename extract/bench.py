@@ -518,7 +518,8 @@ def run_recorded_bench(answers: Path, *, sets: tuple[str, ...] = ("test",), seed
         name = f"recorded {part}" if part == "sample" else f"recorded real {part}"
         notes.append(format_figures(name, os_, m))
         notes.append(f"  {name}: {len(rows)} answered, {len(ext.failures)} unusable ({ext.truncated} truncated), "
-                     f"{sum(not o.record.grounded for o in os_)} records with a dropped or ungrounded field; "
+                     f"{len(ext.dropped)} records with a field dropped for want of a verbatim quote "
+                     f"({sum(len(v) for v in ext.dropped.values())} fields); "
                      f"usage: {ext.cost_summary()}")
         if part != "sample":
             notes.append("  " + cascade_line(name, rows, os_, LLM_GATE))

@@ -7,10 +7,12 @@ killed at any point finishes with the same result as an uninterrupted one.
 A thread rejected on one run and extracted on a later one loses its stale
 reject in the same transaction that stores its record.
 
-Only threads the filter calls reproductions *and* that someone answered are
-extracted: a reproduction with no human reply (signal ``no_reply``) is counted
-and skipped (SPEC: threads with no reply are dropped), which also saves its
-LLM call. The rules backend's cache signature includes the digest of the
+Only threads that someone answered are extracted: a thread with no human reply
+(signal ``no_reply``) is counted and skipped (SPEC: threads with no reply are
+dropped), which also saves its LLM call. The rules backend reads the threads
+the filter calls reproductions; an LLM backend reads every thread whose filter
+probability reaches the cascade gate (:mod:`extract.cascade`), because it
+judges ``is_reproduction`` itself; ``--no-filter`` sends every thread. The rules backend's cache signature includes the digest of the
 shipped learned models, so retraining them re-extracts.
 """
 
@@ -329,24 +331,44 @@ def _store_extracted(store: Any, got: list[Record], sigs: dict[str, str], fails:
 
 #: SQL: a decision row ``d`` whose signals include ``no_reply``.
 _NO_REPLY = "EXISTS (SELECT 1 FROM json_each(d.doc, '$.signals') WHERE value = 'no_reply')"
-#: SQL: ids of the threads extract works on (reproductions someone answered).
-_KEPT_IDS = f"SELECT d.thread_id FROM decisions d WHERE d.is_reproduction=1 AND NOT {_NO_REPLY}"
 
 
-def _stale_threads(store: Any, no_filter: bool, sig: Any, skipped: list[int]) -> Iterator[Thread]:
+def _kept_cond(backend: str) -> str:
+    """SQL over a decision row ``d``: the thread goes to ``backend``. The rules extractor reads the threads the
+    filter keeps; an LLM reader gets every thread at or above the cascade gate (:mod:`extract.cascade`), since
+    it judges ``is_reproduction`` itself. Either way only threads someone answered (SPEC)."""
+    from extract.cascade import LLM_GATE
+
+    judged = "d.is_reproduction=1" if backend == "rules" else f"json_extract(d.doc, '$.score') >= {LLM_GATE!r}"
+    return f"{judged} AND NOT {_NO_REPLY}"
+
+
+def _kept_ids(backend: str) -> str:
+    """SQL: ids of the threads extract works on with ``backend``."""
+    return f"SELECT d.thread_id FROM decisions d WHERE {_kept_cond(backend)}"
+
+
+#: SQL over ``records``: the record was made by the offline reader.
+_BY_RULES = "json_extract(doc, '$.extractor.backend') = 'rules'"
+
+
+def _stale_threads(store: Any, no_filter: bool, sig: Any, skipped: list[int], backend: str = "rules"
+                   ) -> Iterator[Thread]:
     """The threads to extract, read a page at a time: every thread (``no_filter``) or the kept ones, minus
-    those whose stored record was made from the same content, backend and version (counted in
-    ``skipped[0]``)."""
+    those whose stored record was made from the same content, backend and version, and, for the offline
+    reader, those an LLM reader has read (its record is kept: the datasets come from the measured reader);
+    both counted in ``skipped[0]``."""
     if no_filter:
         rows = store.paged("threads", "id", "doc")
     else:
         rows = store.paged("decisions d JOIN threads t ON t.id = d.thread_id", "d.thread_id", "t.doc",
-                           f"d.is_reproduction=1 AND NOT {_NO_REPLY}")
+                           _kept_cond(backend))
     for _, doc in rows:
         t = Thread.model_validate_json(doc)
-        if store.query("SELECT 1 FROM records WHERE thread_id=?", (t.id,)) and store.cache_get(
-                _hash_key(t.id)) == sig(t):
-            skipped[0] += 1
+        held = store.query("SELECT json_extract(doc, '$.extractor.backend') FROM records WHERE thread_id=?",
+                           (t.id,))
+        if held and (store.cache_get(_hash_key(t.id)) == sig(t) or (backend == "rules" and held[0][0] != "rules")):
+            skipped[0] += 1  # unchanged, or an LLM reader's record the offline reader does not replace
             continue
         yield t
 
@@ -514,9 +536,12 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
         read = read_threads_file(input, skip_invalid=skip_invalid)
         threads = read.threads
         if not no_filter:
+            from extract.cascade import passes
+
             got = classify(threads)
-            keep = {d.thread_id for d in got if d.is_reproduction and "no_reply" not in d.signals}
-            counts["no_reply"] = sum(d.is_reproduction and "no_reply" in d.signals for d in got)
+            sent = [d for d in got if (d.is_reproduction if backend == "rules" else passes(d))]
+            keep = {d.thread_id for d in sent if "no_reply" not in d.signals}
+            counts["no_reply"] = sum("no_reply" in d.signals for d in sent)
             counts["filtered_out"] = len(threads) - len(keep)
             threads = [t for t in threads if t.id in keep]
         todo = threads
@@ -526,20 +551,31 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
             raise UserError("extract needs a workspace or --input")
         if not no_filter:
             _decide_stored(store, only_stale=True)
-            counts["no_reply"] = store.query(f"SELECT count(*) FROM decisions d WHERE d.is_reproduction=1 "
-                                             f"AND {_NO_REPLY}")[0][0]
-            # threads the filter no longer keeps (e.g. edited since) must not keep a stale record
-            removed = store.query(f"SELECT count(*) FROM records WHERE thread_id NOT IN ({_KEPT_IDS})")[0][0]
+            judged = _kept_cond(backend).replace(f"AND NOT {_NO_REPLY}", f"AND {_NO_REPLY}")
+            counts["no_reply"] = store.query(f"SELECT count(*) FROM decisions d WHERE {judged}")[0][0]
+            # threads the filter no longer keeps (e.g. edited since) must not keep a stale record; the offline
+            # reader never removes an LLM reader's record (its gate is stricter than the cascade's)
+            stale = f"thread_id NOT IN ({_kept_ids(backend)})" + (f" AND {_BY_RULES}" if backend == "rules" else "")
+            removed = store.query(f"SELECT count(*) FROM records WHERE {stale}")[0][0]
             if removed:
                 with store.transaction() as c:
-                    c.execute(f"DELETE FROM records WHERE thread_id NOT IN ({_KEPT_IDS})")
+                    c.execute(f"DELETE FROM records WHERE {stale}")
                 counts["records_removed"] = removed
         counts["threads"] = total = (store.count("threads") if no_filter else
-                                     store.query(f"SELECT count(*) FROM ({_KEPT_IDS})")[0][0])
+                                     store.query(f"SELECT count(*) FROM ({_kept_ids(backend)})")[0][0])
         skipped = [0]
-        todo = _stale_threads(store, no_filter, lambda t: _signature(extractor, backend, model, t), skipped)
+        todo = _stale_threads(store, no_filter, lambda t: _signature(extractor, backend, model, t), skipped,
+                              backend)
     notes: list[str] = []
     outputs: dict[str, str] = {}
+    if backend != "rules" and not no_filter:
+        from extract.cascade import LLM_GATE
+
+        seen = len(read.threads) if read is not None else store.count("threads")
+        counts["below_gate"] = seen - total - counts.get("no_reply", 0)
+        notes.append(f"cascade: {total} of {seen} threads reach the LLM (filter probability >= {LLM_GATE}, "
+                     f"answered); {counts['below_gate']} below the gate, {counts.get('no_reply', 0)} with no "
+                     f"reply; --no-filter sends every thread")
     if batch is not None:
         todo = list(todo)
         if not file_mode:

@@ -6,6 +6,9 @@ tokens), refilled continuously. A request reserves its share at once and waits f
 concurrent requests queue fairly and the rate never exceeds ``rate x window + one second's burst`` over
 any window. Tokens are estimated before sending (:func:`estimate_tokens`): what the providers' per-minute
 token limits count is input plus the output budget, and the answers here are short.
+
+The clock and the sleep are parameters (the real ones by default), and each limit counts what it granted
+(:meth:`RateLimit.granted`), so a test checks the limiter through a fake clock and its own accounting.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ def estimate_tokens(system: str, messages: list[dict[str, Any]]) -> int:
 
 
 class RateLimit:
-    """Requests and tokens per minute (None: no limit of that kind); ``clock`` in seconds."""
+    """Requests and tokens per minute (None: no limit of that kind); ``clock`` in seconds.
+
+    ``requests``, ``tokens`` and ``waited_s`` count what :meth:`reserve` granted: requests, their tokens, and
+    the seconds of waiting it imposed (summed over requests)."""
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -42,6 +48,9 @@ class RateLimit:
             self._buckets.append([tpm / 60, max(float(EXPECTED_OUTPUT_TOKENS), tpm / 60),
                                   max(float(EXPECTED_OUTPUT_TOKENS), tpm / 60), 1])
         self._last = clock()
+        self.requests = 0
+        self.tokens = 0
+        self.waited_s = 0.0
 
     def reserve(self, tokens: int) -> float:
         """Take one request of ``tokens`` tokens; the seconds to wait before sending it (0: at once)."""
@@ -53,24 +62,37 @@ class RateLimit:
             b[2] = min(cap, b[2] + elapsed * rate) - (1.0 if b[3] == 0 else min(float(tokens), cap))
             if b[2] < 0:
                 wait = max(wait, -b[2] / rate)
+        self.requests += 1
+        self.tokens += tokens
+        self.waited_s += wait
         return wait
 
+    def granted(self) -> dict[str, float]:
+        """What was granted so far: ``requests``, ``tokens``, ``waited_s``."""
+        return {"requests": self.requests, "tokens": self.tokens, "waited_s": self.waited_s}
 
-def local_limiter(limit: RateLimit) -> Callable[[int], Awaitable[None]]:
-    """An awaitable limiter over one process's requests."""
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+def local_limiter(limit: RateLimit, sleep: Sleep = asyncio.sleep) -> Callable[[int], Awaitable[None]]:
+    """An awaitable limiter over one process's requests (``sleep``: how a wait is awaited)."""
     async def acquire(tokens: int) -> None:
         wait = limit.reserve(tokens)
         if wait > 0:
-            await asyncio.sleep(wait)
+            await sleep(wait)
     return acquire
 
 
 class _LimiterActor:
-    def __init__(self, rpm: float | None, tpm: float | None) -> None:
-        self.limit = RateLimit(rpm, tpm)
+    def __init__(self, rpm: float | None, tpm: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit = RateLimit(rpm, tpm, clock=clock)
 
     def reserve(self, tokens: int) -> float:
         return self.limit.reserve(tokens)
+
+    def granted(self) -> dict[str, float]:
+        return self.limit.granted()
 
 
 def shared_limiter_name() -> str:
@@ -78,9 +100,10 @@ def shared_limiter_name() -> str:
     return f"reprodiag-ratelimit-{uuid.uuid4().hex}"
 
 
-def shared_limiter(name: str, rpm: float | None, tpm: float | None) -> Callable[[int], Awaitable[None]]:
+def shared_limiter(name: str, rpm: float | None, tpm: float | None,
+                   sleep: Sleep = asyncio.sleep) -> Callable[[int], Awaitable[None]]:
     """On a Ray worker: the run's limiter actor ``name`` (created by the first worker that asks, shared by all
-    of the run's workers), as an awaitable limiter."""
+    of the run's workers), as an awaitable limiter (``sleep``: how a wait is awaited)."""
     import ray
 
     actor = ray.remote(_LimiterActor).options(name=name, get_if_exists=True, num_cpus=0).remote(rpm, tpm)
@@ -88,5 +111,5 @@ def shared_limiter(name: str, rpm: float | None, tpm: float | None) -> Callable[
     async def acquire(tokens: int) -> None:
         wait = await actor.reserve.remote(tokens)
         if wait > 0:
-            await asyncio.sleep(wait)
+            await sleep(wait)
     return acquire

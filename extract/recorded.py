@@ -212,7 +212,8 @@ class RecordedExtractor(Extractor):
 
     ``failures``: thread id → reason for answers that are unusable (failed request, truncated, not JSON,
     schema violation); ``unanswered``: threads the file holds no answer for; ``truncated``: how many of the
-    failures were truncated answers."""
+    failures were truncated answers; ``dropped``: thread id → the fields its record lost for want of a verbatim
+    quote."""
 
     backend = "recorded"
 
@@ -228,6 +229,7 @@ class RecordedExtractor(Extractor):
         self.truncated = 0
         self.usage = Usage()
         self.answers: dict[str, dict[str, Any]] = {}
+        self.dropped: dict[str, list[str]] = {}
 
     def answered(self, thread_id: str) -> bool:
         from extract.llm import custom_id
@@ -235,7 +237,7 @@ class RecordedExtractor(Extractor):
         return custom_id(thread_id) in self.results
 
     def extract(self, threads: list[Thread]) -> list[Record]:
-        from extract.answer import to_record
+        from extract.answer import dropped_fields, to_record
         from extract.llm import AnswerError, custom_id, parse_answer
         from extract.prompts import PROMPT_VERSION
 
@@ -259,6 +261,8 @@ class RecordedExtractor(Extractor):
                 self.failures[t.id] = str(exc)
                 continue
             self.answers[t.id] = answer.model_dump(mode="json")
+            if bad := dropped_fields(t, answer):
+                self.dropped[t.id] = bad
             out.append(to_record(t, answer, backend=self.backend, model=self.model, prompt_version=PROMPT_VERSION))
         return out
 

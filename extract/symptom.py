@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from extract.relevance import METRIC_WORDS
+from extract.signals import METRIC_WORDS
 from extract.threadtext import section_value, strip_code, template_sections
 
 #: A number that is a value candidate; one glued to ``_`` ("15_pretrain.sh") is part of a name.

@@ -31,7 +31,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from miner.convert import comment_from_rest, is_pull_request, parse_time, thread_from_rest
 from miner.graphql_client import ClientSettings, Transient, is_rate_limit
-from miner.sync import known_renames, record_rename
+from miner.renames import known_renames, record_rename
 from miner.tokens import TokenPool, TokenState
 from reprodiag.config import Secret
 from reprodiag.errors import UserError

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from miner.graphql_client import ClientSettings, GraphQLClient
+from miner.renames import known_renames, record_rename
 from miner.repo_names import parse_repo
 from miner.scheduler import RepoResult, Scheduler
 from miner.sharding import Shard
@@ -96,29 +97,6 @@ def _kinds(include_prs: bool, include_discussions: bool) -> list[str]:
 
 
 # ---------------------------------------------------------------------- entry points
-
-
-def known_renames(store: Store) -> dict[str, str]:
-    """Old name (lower case) → current name, from renames recorded in the index."""
-    return {r["renamed_from"].lower(): r["repo"] for r in store.repos() if r.get("renamed_from")}
-
-
-def record_rename(store: Store, requested: str, name: str) -> bool:
-    """GitHub answered for ``requested`` under ``name``: record the rename in the index (keeping what it
-    knew) and mark the old name skipped. Only the case differs (or nothing): the requested name's
-    pending status row is dropped in favour of GitHub's spelling. True for a real rename."""
-    if name == requested:
-        return False
-    if name.lower() == requested.lower():
-        with store.transaction() as c:
-            c.execute("DELETE FROM repo_status WHERE repo=? AND status='pending'", (requested,))
-        return False
-    old = {r["repo"].lower(): r for r in store.repos()}.get(requested.lower(), {})
-    keep = {k: old.get(k) for k in ("stars", "archived", "has_issues", "has_discussions", "official",
-                                    "framework")}
-    store.upsert_repo(name, renamed_from=requested, **keep, **old.get("meta", {}))
-    store.set_repo_status(requested, "skipped", last_error=f"renamed to {name} (mined under that name)")
-    return True
 
 
 def _record(store: Store, res: RepoResult, counts: dict[str, int]) -> None:

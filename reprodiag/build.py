@@ -80,6 +80,17 @@ class EvalCarve:
     shortfall: dict[str, int] = field(default_factory=dict)
 
 
+#: ``build --eval-from``: eval items from the LLM reader's records only (the default), or from the offline
+#: reader's records too (``offline``; the card flags them with the offline reader's measured eval_sound).
+EVAL_FROM = ("llm", "offline")
+
+
+def reader_of(r: Record) -> str:
+    """``offline`` for the rules extractor's records, ``llm`` for every LLM reader's (any provider, recorded
+    answers included)."""
+    return "offline" if r.extractor.backend == "rules" else "llm"
+
+
 def eval_eligible(r: Record) -> bool:
     """A record can become an eval item: one of the five types and a known root cause."""
     if r.error_type not in ERROR_TYPES or not (r.root_cause or "").strip():
@@ -602,11 +613,16 @@ class _Composed:
     left_out: Counter[str]
     carve: EvalCarve
     filtered_for_train: int
+    #: dataset → reader (:func:`reader_of`) → rows (sft, dpo) or items (eval)
+    readers: dict[str, Counter[str]] = field(default_factory=dict)
+    #: reader → the extractor models behind it ("openai:gpt-5-mini", "rules")
+    reader_models: dict[str, Counter[str]] = field(default_factory=dict)
 
 
 def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
-             eval_after: datetime | None) -> _Composed:
-    """The sft rows, dpo pairs and eval items of the workspace's kept records."""
+             eval_after: datetime | None, eval_from: str = "llm") -> _Composed:
+    """The sft rows, dpo pairs and eval items of the workspace's kept records. Eval items come from the LLM
+    reader's records only, unless ``eval_from`` is ``offline``."""
     from reprodiag.audit import LEAK_THRESHOLD, leak_share
     from reprodiag.redact import redact_text
 
@@ -622,7 +638,10 @@ def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
     by_id = {s.record.thread_id: s for s in srcs if s.record.duplicate_of is None}
     gold = {k: eval_gold(s) for k, s in by_id.items()}
     for k, s in by_id.items():
-        if eval_eligible(s.record) and gold[k] is None:
+        if eval_from == "llm" and reader_of(s.record) == "offline" and eval_eligible(s.record):
+            gold[k] = None
+            left_out["eval: read by the offline reader (build --eval-from offline takes it)"] += 1
+        elif eval_eligible(s.record) and gold[k] is None:
             left_out["eval: gold root cause not a declarative cause"] += 1
         elif gold[k] is not None and eval_eligible(s.record):
             item_prompt = "\n".join(eval_inputs(s, paper_titles).values())
@@ -676,17 +695,26 @@ def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
             dpo_rows.append((s.record.split, pair))
     items = [eval_item(by_id[r.thread_id], r.root_cause or "", paper_titles=paper_titles).model_dump(mode="json")
              for r in carve.eval_records]
+    reader = {s.record.thread_id: reader_of(s.record) for s in srcs}
+    readers = {"sft": Counter(reader[row["thread_id"]] for _s, row in sft_rows),
+               "dpo": Counter(reader[row["thread_id"]] for _s, row in dpo_rows),
+               "eval": Counter(reader_of(r) for r in carve.eval_records)}
+    models: dict[str, Counter[str]] = {}
+    for s in srcs:
+        ex = s.record.extractor
+        models.setdefault(reader_of(s.record), Counter())[ex.backend + (f":{ex.model}" if ex.model else "")] += 1
 
     return _Composed(sft_rows, dpo_rows, items, {s.record.thread_id: list(s.logins) for s in srcs},
                      Counter(r.temporal_tag.tier for r in kept), left_out, carve,
-                     sum(s.record.temporal_tag.tier == "filtered" for s in for_train))
+                     sum(s.record.temporal_tag.tier == "filtered" for s in for_train), readers, models)
 
 
 def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: int, seed: int,
-              push_to_hub: str | None, eval_after: datetime | None = None) -> StageReport:
+              push_to_hub: str | None, eval_after: datetime | None = None, eval_from: str = "llm") -> StageReport:
     """Build sft/dpo/eval into ``out_dir`` (replaced atomically), audit them (``audit.json``, summary in the
     card) and optionally push them to the hub. ``eval_after`` (UTC): threads created after it go to the eval
-    set only, the others to training only."""
+    set only, the others to training only. ``eval_from``: ``llm`` (eval items from LLM-read records only) or
+    ``offline`` (the offline reader's records may become eval items too)."""
     from reprodiag.audit import audit_summary_lines, run_audit
 
     if per_type_min > per_type_max:
@@ -699,7 +727,10 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
         if not token:
             raise UserError("--push-to-hub needs HF_TOKEN in the environment (a Hugging Face write token)")
     out_dir = Path(out_dir)
-    c = _compose(store, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed, eval_after=eval_after)
+    if eval_from not in EVAL_FROM:
+        raise UserError(f"--eval-from must be one of {', '.join(EVAL_FROM)}, got {eval_from!r}")
+    c = _compose(store, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed, eval_after=eval_after,
+                 eval_from=eval_from)
     carve, left_out = c.carve, c.left_out
     n_sft, n_dpo = len(c.sft_rows), len(c.dpo_rows)
     eval_types = Counter(i["error_type"] for i in c.items)
@@ -715,7 +746,9 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
     facts = {"resolution": Counter(row["resolution_type"] for _s, row in c.sft_rows),
              "verified": sum(row["verified"] for _s, row in c.sft_rows),
              "rejected_sources": Counter(row["rejected_source"] for _s, row in c.dpo_rows),
-             "extractors": Counter(r.extractor.backend for r in (*carve.eval_records, *carve.train_records))}
+             "extractors": Counter(r.extractor.backend for r in (*carve.eval_records, *carve.train_records)),
+             "readers": c.readers, "reader_models": c.reader_models, "eval_from": eval_from,
+             "reader_figures": _reader_figures()}
     tmp = _prepare_out(out_dir)
     try:
         sizes = {"sft": _save("sft", _by_split(c.sft_rows), tmp)}
@@ -756,6 +789,13 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
                        outputs={"sft": str(out_dir / "sft"), "dpo": str(out_dir / "dpo"),
                                 "eval": str(out_dir / "eval"), "card": str(out_dir / "README.md"),
                                 "audit": str(out_dir / "audit.json")})
+
+
+def _reader_figures() -> dict[str, str]:
+    """reader → the line of what it was measured to do (:mod:`extract.measured`)."""
+    from extract.measured import BY_READER
+
+    return {k: v.line() for k, v in BY_READER.items()}
 
 
 def _hypothesis_type(text: str, default: str) -> str:

@@ -47,6 +47,14 @@ class CardFacts:
     audit_lines: list[str] = field(default_factory=list)
     #: Records of this build (training and eval) by extractor backend.
     extractors: Counter[str] = field(default_factory=Counter)
+    #: dataset (sft, dpo, eval) → reader ("llm", "offline") → rows
+    readers: dict[str, Counter[str]] = field(default_factory=dict)
+    #: reader → extractor models behind its records ("openai:gpt-5-mini") → records
+    reader_models: dict[str, Counter[str]] = field(default_factory=dict)
+    #: reader → what it was measured to do (one line; :mod:`extract.measured`)
+    reader_figures: dict[str, str] = field(default_factory=dict)
+    #: ``build --eval-from``: "llm" (eval items from LLM-read records only) or "offline"
+    eval_from: str = "llm"
 
 
 def dataset_card(f: CardFacts) -> str:
@@ -78,15 +86,7 @@ def dataset_card(f: CardFacts) -> str:
         split_note = "No time cut-off was set (`reprodiag build --eval-after DATE` sets one)."
     audit = "\n".join(f"- {ln}" for ln in f.audit_lines) or "- (audit not run)"
     extractor_rows = ", ".join(f"{k}: {v}" for k, v in sorted(f.extractors.items())) or "none"
-    rules_note = ""
-    if f.extractors.get("rules"):
-        rules_note = (
-            "\n- The offline rules extractor, measured against human labels of real threads it was not tuned on\n"
-            "  (`reprodiag bench extract`, cross-validated): about 95% of the records it leaves in the datasets are\n"
-            "  paper-result reproductions, but their error type is right for about 60% and is_resolved for about\n"
-            "  67%, and about 40% of its eval items come from a thread that established a cause of the recorded\n"
-            "  type. Review the eval items by hand, or build them from an LLM extraction checked with\n"
-            "  `reprodiag bench extract --backend ... --set test`.")
+    readers_section = _readers_section(f)
     return f"""---
 license: other
 license_name: github-content-mixed
@@ -158,6 +158,7 @@ Left out, with the reason:
 | --- | --- |
 {left_rows}
 
+{readers_section}
 ## Audit of this build (`audit.json`)
 
 {audit}
@@ -191,7 +192,8 @@ framework-bound) is excluded from SFT/DPO.
 ## Known limitations
 
 - Diagnoses are extracted automatically (records by extractor: {extractor_rows}) and grounded in quotes,
-  but not all are checked by a human; `verified` marks the ones confirmed by a sandbox replay.{rules_note}
+  but not all are checked by a human; `verified` marks the ones confirmed by a sandbox replay. How well
+  each reader reads is under "Who read the threads".
 - Acceptable directions in `eval` are derived from the root cause and its error type (concept phrases
   plus key terms); the lexical grader is an approximation of human judgement.
 - The corpus is skewed toward popular, English-language repositories; error-type shares follow what
@@ -204,3 +206,32 @@ The text comes from public GitHub Issues and Discussions and remains subject to 
 and the rights of its authors; use it for research, and respect removal requests. Paper–code links come
 from the Papers with Code archive (CC BY-SA 4.0). No license is granted beyond those terms.
 """
+
+
+def _readers_section(f: CardFacts) -> str:
+    """Which reader (LLM or offline) produced each dataset's rows, the models behind them, and what each
+    reader was measured to do; eval items of the offline reader are flagged."""
+    names = sorted({r for c in f.readers.values() for r in c} | set(f.reader_models))
+    if not names:
+        return ""
+    rows = "\n".join(f"| {ds} | " + (", ".join(f"{r}: {n}" for r, n in sorted(c.items()) if n) or "none") + " |"
+                     for ds, c in f.readers.items())
+    models = "; ".join(f"{r}: " + ", ".join(f"{m} ({n})" for m, n in sorted(f.reader_models.get(r, Counter()).items()))
+                       for r in names if f.reader_models.get(r))
+    figs = "\n".join(f"- {f.reader_figures[r]}" for r in names if r in f.reader_figures)
+    out = ["## Who read the threads", "",
+           "Each record was read by an LLM reader (the project's prompt, strict schema and quote check, fed by a "
+           "model) or by the offline reader (rules and small learned models, no LLM). Rows per reader:", "",
+           "| config | rows by reader |", "| --- | --- |", rows, "", f"Models behind the records: {models or 'none'}."]
+    if figs:
+        out += ["", "What each reader was measured to do on the frozen test part of the project's labeled "
+                "real-thread corpus (200 threads it was not tuned on; `reprodiag bench extract`):", "", figs]
+    n_off = f.readers.get("eval", Counter()).get("offline", 0)
+    if f.eval_from == "llm":
+        out += ["", "Eval items come from LLM-read records only (`build --eval-from offline` would admit the "
+                "offline reader's)."]
+    elif n_off:
+        out += ["", f"**{n_off} eval item(s) come from the offline reader** (`build --eval-from offline`). Its "
+                "eval_sound above is the share of such items whose gold is a cause the thread established, of "
+                "the recorded type: check these items by hand before grading models with them."]
+    return "\n".join(out) + "\n"

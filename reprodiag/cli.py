@@ -71,6 +71,16 @@ class Backend(StrEnum):
     vllm = "vllm"
 
 
+class EvalFrom(StrEnum):
+    llm = "llm"
+    offline = "offline"
+
+
+class DemoReader(StrEnum):
+    recorded = "recorded"
+    rules = "rules"
+
+
 class SandboxBackend(StrEnum):
     auto = "auto"
     bwrap = "bwrap"
@@ -399,6 +409,9 @@ def build(
     eval_after: Annotated[str | None, typer.Option(
         "--eval-after", help="Threads created after this date (YYYY-MM-DD, UTC) go to eval only, older ones to "
         "training only.")] = None,
+    eval_from: Annotated[EvalFrom, typer.Option(
+        "--eval-from", help="Eval items from LLM-read records only (llm), or from the offline reader's records "
+        "too (offline; flagged on the card with its measured eval_sound).")] = EvalFrom.llm,
 ) -> None:
     """Build the SFT, DPO and eval datasets (save_to_disk + Parquet + dataset card + audit.json).
 
@@ -408,7 +421,7 @@ def build(
 
     cutoff = parse_cutoff(eval_after) if eval_after is not None else None
     _report(run_build(_store(), out_dir, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed,
-                      push_to_hub=push_to_hub, eval_after=cutoff))
+                      push_to_hub=push_to_hub, eval_after=cutoff, eval_from=eval_from.value))
 
 
 @app.command()
@@ -506,6 +519,9 @@ def run(
     = None,
     engine: Annotated[str, typer.Option(help=ENGINE_HELP)] = "local",
     ray_address: Annotated[str | None, typer.Option(help=RAY_ADDRESS_HELP)] = None,
+    eval_from: Annotated[EvalFrom, typer.Option(
+        "--eval-from", help="Eval items from LLM-read records only (llm) or the offline reader's too.")]
+    = EvalFrom.llm,
 ) -> None:
     """Run every stage in order over the indexed repositories (each stage resumes where it stopped).
 
@@ -515,7 +531,8 @@ def run(
 
     for report in run_all(_store(), api_url=api_url, token_file=token_file, backend=backend.value, model=model,
                           base_url=base_url, sandbox_backend=sandbox_backend.value, out_dir=out_dir,
-                          eval_models=eval_model or ["baseline:prior"], engine=engine, ray_address=ray_address):
+                          eval_models=eval_model or ["baseline:prior"], engine=engine, ray_address=ray_address,
+                          eval_from=eval_from.value):
         _report(report)
 
 
@@ -524,14 +541,18 @@ def demo(
     out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Where datasets and eval go "
                                                  "(default: inside the workspace).")] = None,
     no_replay: Annotated[bool, typer.Option("--no-replay", help="Skip sandbox replays.")] = False,
+    backend: Annotated[DemoReader, typer.Option(
+        help="recorded: the LLM reader, fed by a capable model's recorded answers for the sample (through the "
+        "OpenAI backend and a loopback server); rules: the offline reader.")] = DemoReader.recorded,
 ) -> None:
     """Run the whole flow offline on the bundled sample, against a loopback fake GitHub.
 
-    Example: reprodiag -w /tmp/demo demo
+    Example: reprodiag -w /tmp/demo demo   (the offline reader: reprodiag -w /tmp/demo-rules demo --backend rules)
     """
     from reprodiag.demo import run_demo
 
-    _report(run_demo(workspace_path(_state["workspace"]), out_dir=out_dir, replay=not no_replay))
+    _report(run_demo(workspace_path(_state["workspace"]), out_dir=out_dir, replay=not no_replay,
+                     reader=backend.value))
 
 
 @app.command()
@@ -689,15 +710,19 @@ def bench_datasets(
     = "real",
     out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Keep the built datasets here.")] = None,
     seed: Annotated[int, typer.Option()] = 0,
+    reader: Annotated[str, typer.Option(help="rules (the offline reader) or recorded (the LLM reader on recorded "
+                                        "answers, through extract --collect).")] = "rules",
+    answers: Annotated[Path | None, typer.Option(help="With --reader recorded: a recorded set (default: the "
+                                                 "shipped extract/data/recorded).")] = None,
 ) -> None:
-    """Filter → extract (rules) → score → build over a thread corpus in a fresh workspace; prints the funnel,
+    """Filter → extract → score → build over a thread corpus in a fresh workspace; prints the funnel,
     the build's audit figures and the seconds per stage.
 
-    Example: reprodiag bench datasets --corpus real
+    Example: reprodiag bench datasets --corpus real --reader recorded
     """
     from reprodiag.bench_datasets import run_bench_datasets
 
-    _report(run_bench_datasets(corpus=corpus, seed=seed, out_dir=out_dir))
+    _report(run_bench_datasets(corpus=corpus, seed=seed, out_dir=out_dir, reader=reader, answers=answers))
 
 
 @bench_app.command("sandbox")

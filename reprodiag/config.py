@@ -7,6 +7,8 @@ and ``str`` never show the value, so they cannot leak into logs or errors.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,3 +103,18 @@ class ApiUrls:
         if base.endswith("/graphql"):  # the api.github.com layout at another root: REST at the root
             return cls(base[: -len("/graphql")], base)
         return cls(base + "/api/v3", base + "/api/graphql")
+
+
+@contextmanager
+def temporary_env(name: str, value: str) -> Iterator[None]:
+    """``name`` set to ``value`` in this process's environment for the block, then restored (unset again, or
+    back to the value it had)."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old

@@ -9,9 +9,11 @@ a rerun gives the same result. Merging the same source twice adds nothing. Per t
 * ``sync_checkpoints``: one row per (repository, kind); the more advanced one wins (a finished list over
   an unfinished one, then the later high-water mark, then the later update), so an incremental re-mine
   of the merged workspace asks GitHub only for what changed since.
-* ``repo_status``: the later update wins. ``repos`` and ``papers`` (the index), ``cache`` (content-keyed:
-  equal keys hold equal values), ``decisions``, ``records``, ``rejects``, ``cases`` and ``verdicts``: rows
-  the target lacks are added, the target's rows stay (each stage re-checks them against the threads'
+* ``repo_status``: the later update wins.
+* ``records``: rows the target lacks are added; where both hold a record of the thread, an LLM reader's
+  record replaces the offline reader's (``extractor.backend`` "rules"), else the target's stays.
+* ``repos`` and ``papers`` (the index), ``cache`` (content-keyed: equal keys hold equal values),
+  ``decisions``, ``rejects``, ``cases`` and ``verdicts``: rows the target lacks are added, the target's rows stay (each stage re-checks them against the threads'
   content hashes, so a decision made on older content is made again by the next ``filter``).
 * ``scored`` is not copied: scoring decides near-duplicates and splits over the whole corpus, so run
   ``score`` on the merged workspace. ``runs`` (each workspace's history) are not copied; the merge adds
@@ -28,16 +30,19 @@ from reprodiag.errors import UserError
 from reprodiag.schema import StageReport
 from reprodiag.store import DB_NAME, Store, StoreError
 
-_ADD_MISSING = ("repos", "papers", "cache", "decisions", "records", "rejects", "cases", "verdicts")
+_ADD_MISSING = ("repos", "papers", "cache", "decisions", "rejects", "cases", "verdicts")
 _NEWER_THREAD = "excluded.updated_at > threads.updated_at"
 _NEWER_STATUS = "excluded.updated > repo_status.updated"
 _MORE_ADVANCED = (
     "(excluded.complete, coalesce(excluded.high_water, ''), excluded.updated) > "
     "(sync_checkpoints.complete, coalesce(sync_checkpoints.high_water, ''), sync_checkpoints.updated)"
 )
+#: An LLM reader's record replaces the offline reader's (the datasets come from the reader that was measured).
+_LLM_OVER_OFFLINE = ("json_extract(excluded.doc, '$.extractor.backend') != 'rules' AND "
+                     "json_extract(records.doc, '$.extractor.backend') = 'rules'")
 #: Upserted tables: (table, conflict columns, condition for the source row to replace the target's).
 _UPSERT = (("threads", ("id",), _NEWER_THREAD), ("sync_checkpoints", ("repo", "kind"), _MORE_ADVANCED),
-           ("repo_status", ("repo",), _NEWER_STATUS))
+           ("repo_status", ("repo",), _NEWER_STATUS), ("records", ("thread_id",), _LLM_OVER_OFFLINE))
 
 
 def _columns(c: sqlite3.Connection, schema: str, table: str) -> list[str]:

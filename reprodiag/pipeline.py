@@ -43,6 +43,8 @@ class PipelineOptions:
     #: ``local`` or ``ray`` for filter, extract, score and replay (:mod:`reprodiag.ray_engine`).
     engine: str = "local"
     ray_address: str | None = None
+    #: ``build --eval-from``: "llm" or "offline" (:data:`reprodiag.build.EVAL_FROM`)
+    eval_from: str = "llm"
 
 
 def run_stages(store: Store, opts: PipelineOptions) -> Iterator[StageReport]:
@@ -92,8 +94,14 @@ def _stages(store: Store, opts: PipelineOptions) -> Iterator[StageReport]:
         yield run_replay(store, cases=[], backend=opts.sandbox_backend, unsafe_local=False, output=None,
                          bundled=opts.replay_bundled, draft=False, concurrency=opts.replay_concurrency, **ray)
     stage("build")
-    yield run_build(store, datasets_dir, per_type_min=opts.per_type_min, per_type_max=opts.per_type_max,
-                    seed=opts.seed, push_to_hub=None)
+    built = run_build(store, datasets_dir, per_type_min=opts.per_type_min, per_type_max=opts.per_type_max,
+                      seed=opts.seed, push_to_hub=None, eval_from=opts.eval_from)
+    yield built
+    if not built.counts.get("eval items"):
+        yield StageReport(stage="eval", notes=["no eval items were built" + (
+            ": they come from LLM-read records only (extract with an LLM backend, or build with --eval-from "
+            "offline)" if opts.eval_from == "llm" else "")])
+        return
     stage("eval")
     yield run_eval(datasets_dir, models=opts.eval_models, grader=opts.grader, out_dir=eval_dir,
                    concurrency=opts.concurrency, store=store)
@@ -101,7 +109,8 @@ def _stages(store: Store, opts: PipelineOptions) -> Iterator[StageReport]:
 
 def run_all(store: Store, *, api_url: str | None, token_file: Path | None, backend: str, model: str | None,
             base_url: str | None, sandbox_backend: str, out_dir: Path,
-            eval_models: list[str], engine: str = "local", ray_address: str | None = None) -> Iterator[StageReport]:
+            eval_models: list[str], engine: str = "local", ray_address: str | None = None,
+            eval_from: str = "llm") -> Iterator[StageReport]:
     """``reprodiag run``: every stage over the indexed repositories (``engine``: see :class:`PipelineOptions`)."""
     from reprodiag.ray_engine import check_engine
 
@@ -112,5 +121,5 @@ def run_all(store: Store, *, api_url: str | None, token_file: Path | None, backe
         raise UserError("the workspace has no indexed repositories; run `reprodiag index` first")
     opts = PipelineOptions(out_dir=out_dir, api_url=api_url, token_file=token_file, backend=backend, model=model,
                            base_url=base_url, sandbox_backend=sandbox_backend, eval_models=eval_models,
-                           engine=engine, ray_address=ray_address)
+                           engine=engine, ray_address=ray_address, eval_from=eval_from)
     yield from run_stages(store, opts)

@@ -43,3 +43,17 @@ def test_both_readme_commands_run_sysdeps_first(target: str, tmp_path: Path) -> 
     out = proc.stdout
     assert "apt-get install" in out and out.index("apt-get install") < out.index(
         "reprodiag -w" if target == "demo" else "pytest")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_demo_installs_only_the_package_and_its_cases_extra(tmp_path: Path) -> None:
+    """`make demo` on a fresh machine: no `dev` extra (Ray, pytest, ruff, notebooks), only what the demo runs."""
+    env = {**os.environ, "PATH": str(_fake_bin(tmp_path)) + ":" + os.environ.get("PATH", "")}
+    proc = subprocess.run([shutil.which("make") or "make", "-n", "-B", "demo"], cwd=ROOT, capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    installs = [ln for ln in proc.stdout.splitlines() if "pip install" in ln]
+    assert installs and all("[cases]" in ln and "dev" not in ln for ln in installs), installs
+    test = subprocess.run([shutil.which("make") or "make", "-n", "-B", "test"], cwd=ROOT, capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert any("[dev]" in ln for ln in test.stdout.splitlines() if "pip install" in ln)

@@ -1,6 +1,6 @@
 """Training examples of each learned model from labeled threads, and ``train_all`` (what ``reprodiag
 train`` runs). Features come from :mod:`extract.learned.features` over the rules' reading of the thread
-(:func:`extract.rules.read_thread`), exactly as at run time."""
+(:func:`extract.reading.read_thread`), exactly as at run time."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from extract.learned.train import (
     recall_threshold,
     top_class,
 )
+from extract.reading import Reading, read_thread
 from extract.realcorpus import Labeled
-from extract.rules import Reading, read_thread
 from reprodiag.errors import UserError
 from reprodiag.schema import StageReport
 

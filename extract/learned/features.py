@@ -9,7 +9,7 @@ import re
 
 from extract.cues import CAUSAL, CONFIRM, FIX, HYPOTHESIS, REFUTE
 from extract.exchange import LINKED_FIX, SELF_FOUND, Exchange, read_exchange, resolution_type
-from extract.relevance import OPENING_CHARS, Signals, signals
+from extract.signals import OPENING_CHARS, Signals, signals
 from extract.threadtext import Post, has_code, has_human_reply, has_other_reply, strip_code
 from reprodiag.schema import Thread
 
@@ -51,7 +51,7 @@ def _bucket(n: int, edges: tuple[int, ...]) -> str:
 
 
 def filter_features(thread: Thread, sig: Signals | None = None) -> Features:
-    """Features of the relevance filter: every cue signal of :func:`extract.relevance.signals` (``cue:``),
+    """Features of the relevance filter: every cue signal of :func:`extract.signals.signals` (``cue:``),
     word uni/bigrams of the title (``t:``, ``t2:``) and of the opening of the body's prose (``b:``, ``b2:``),
     labels, and thread facts (numbers in the title, who replied, the asker's follow-up, code, length)."""
     s = sig if sig is not None else signals(thread)

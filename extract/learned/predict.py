@@ -16,12 +16,12 @@ from extract.learned.features import (
     value_candidates,
 )
 from extract.learned.linear import LinearModel, shipped
-from extract.relevance import Signals
+from extract.signals import Signals
 from extract.threadtext import strip_code
 from reprodiag.schema import Thread
 
 if TYPE_CHECKING:
-    from extract.rules import Reading
+    from extract.reading import Reading
     from extract.symptom import SymptomFound
 
 #: The extractor's models ``reprodiag train`` writes and the runtime reads (the grader's two models,

@@ -195,7 +195,17 @@ class BwrapBackend:
 
     def run(self, step: StepRequest) -> StepResult:
         """Run ``step``; bwrap reads its options from an unlinked file (``--args FD``), so the
-        sandbox's /proc/1/cmdline shows no host path (only ``bwrap --args N -- /bin/sh -c COMMAND``)."""
+        sandbox's /proc/1/cmdline shows no host path (only ``bwrap --args N -- /bin/sh -c COMMAND``).
+
+        bwrap itself failing to set up the sandbox's loopback (the kernel's netlink answering ``ECHILD``
+        under load; the step's command has not started) is retried, up to :data:`SETUP_ATTEMPTS` in all."""
+        for _ in range(SETUP_ATTEMPTS - 1):
+            res = self._run_once(step)
+            if not (res.exit_code == 1 and res.stderr.startswith(_SETUP_FAILED)):
+                return res
+        return self._run_once(step)
+
+    def _run_once(self, step: StepRequest) -> StepResult:
         env = sandbox_env(step)
         bad = [k for k, v in env.items() if "\0" in k or "\0" in v or "=" in k] + (["command"] if "\0" in step.command
                                                                                   else [])
@@ -237,6 +247,11 @@ class BwrapBackend:
             note = "reprodiag: this setup step ran without a network: slirp4netns could not start\n"
         return replace(res, stderr=note + res.stderr) if note else res
 
+
+#: Runs of bwrap tried for one step when bwrap fails to set up the sandbox before the command starts.
+SETUP_ATTEMPTS = 3
+#: How bwrap's own failure to bring up the new network namespace's loopback starts its stderr.
+_SETUP_FAILED = "bwrap: loopback: "
 
 #: Starts of slirp4netns tried for one step before it runs without a network.
 SLIRP_ATTEMPTS = 5

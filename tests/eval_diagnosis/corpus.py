@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprodiag.schema import (
+    ExtractorInfo,
     FilterDecision,
     Hypothesis,
     Participant,
@@ -59,6 +60,10 @@ CASES = [
 ]
 
 
+#: Who read the hand-made records: an LLM reader (``build`` takes eval items from LLM-read records only).
+LLM_READER = ExtractorInfo(backend="openai", model="gpt-test", prompt_version="extract-v3")
+
+
 def make_records(n_repos: int = 15) -> list[Record]:
     """Deterministic scored records: ``n_repos`` repositories, three records each, all five types."""
     records: list[Record] = []
@@ -103,6 +108,7 @@ def make_records(n_repos: int = 15) -> list[Record]:
                 tried="default config from the README" if j != 2 else None,
                 stats=ThreadStats(participants=[Participant(login="alice-asker", role="asker")]),
                 split=split,
+                extractor=LLM_READER,
             ))
     return records
 

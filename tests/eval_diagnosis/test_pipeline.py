@@ -195,13 +195,12 @@ def test_sigkill_mid_eval_then_rerun_matches_clean_run(tmp_path: Path, openai_se
     import signal
     import subprocess
     import sys
-    import time
+    import threading
 
     es = tmp_path / "six.jsonl"
     es.write_text("".join(json.dumps({"id": f"k{i}", "error_type": "seed_hardware", "symptom": f"acc {60 + i}",
                                       "gold_root_cause": "seed variance across runs"}) + "\n" for i in range(6)),
                   encoding="utf-8")
-    openai_server.default = Reply.of_text("1. random seed variance", delay_s=0.4)
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPRODIAG_")}
     env.update({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": openai_server.base_url})
     root = Path(__file__).resolve().parents[2]
@@ -210,22 +209,34 @@ def test_sigkill_mid_eval_then_rerun_matches_clean_run(tmp_path: Path, openai_se
         return [sys.executable, "-m", "reprodiag", "-w", str(tmp_path / f"ws-{out.name}"), "eval", "--eval-set",
                 str(es), "--model", "openai:m", "--concurrency", "1", "-o", str(out)]
 
+    # the run is killed by the server itself when its third question arrives: two answers written, the third
+    # in flight (one at a time, an answer is written before the next question is sent) -- at that moment,
+    # however fast or loaded the machine
+    started = threading.Event()
+    child: list[subprocess.Popen[bytes]] = []
+    asked = 0
+
+    def responder(req):  # noqa: ANN001, ANN202
+        nonlocal asked
+        asked += 1
+        if asked == 3:
+            assert started.wait(120)
+            os.kill(child[0].pid, signal.SIGKILL)
+        return Reply.of_text("1. random seed variance")
+
+    openai_server.responder = responder
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(cmd(killed), env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        p = killed / "answers.jsonl"
-        if p.exists() and len(p.read_text(encoding="utf-8").splitlines()) >= 2:
-            break
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    child.append(subprocess.Popen(cmd(killed), env=env, cwd=root, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL))
+    started.set()
+    proc = child[0]
+    assert proc.wait(timeout=300) == -signal.SIGKILL  # killed mid-eval, never finished
     done_before = len((killed / "answers.jsonl").read_text(encoding="utf-8").splitlines())
-    assert 2 <= done_before < 6
+    assert done_before == 2
     before = len(openai_server.requests)
     assert subprocess.run(cmd(killed), env=env, cwd=root, capture_output=True, timeout=120).returncode == 0
     asked_again = len(openai_server.requests) - before
-    assert asked_again <= 6 - done_before + 1  # at most the one in flight at the kill is asked twice
+    assert asked_again == 6 - done_before  # the rest, the one in flight at the kill included, asked once more
     clean = tmp_path / "clean"
     assert subprocess.run(cmd(clean), env=env, cwd=root, capture_output=True, timeout=120).returncode == 0
     assert (killed / "results.json").read_text() == (clean / "results.json").read_text()

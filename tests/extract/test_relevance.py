@@ -41,7 +41,7 @@ def test_order_and_ids_follow_input() -> None:
 
 def test_prefilter_never_changes_the_signals(sample_threads) -> None:  # noqa: ANN001
     from extract.bench import DEFAULT_DEV_SET, load_dev_set
-    from extract.relevance import signals
+    from extract.signals import signals
 
     threads = [t for t, _, _ in load_dev_set(DEFAULT_DEV_SET)] + list(sample_threads)
     threads += [make_thread(t, b, REPLY) for t, b in POSITIVE + NEGATIVE]
@@ -52,7 +52,7 @@ def test_prefilter_never_changes_the_signals(sample_threads) -> None:  # noqa: A
 def test_fast_number_searches_give_the_same_answer_as_the_full_patterns(sample_threads) -> None:  # noqa: ANN001
     """The lower-cased / split searches the signals use decide exactly like the case-insensitive patterns,
     on every real thread, the sample and crafted acronym cases (EM written as is vs "em" in prose)."""
-    from extract import relevance as R
+    from extract import signals as R
     from extract.realcorpus import load_real
 
     texts = [R._window(r.thread)[0] for r in load_real("all")] + [R._window(t)[0] for t in sample_threads]
@@ -104,7 +104,7 @@ def test_setup_help_and_citation_questions_are_dropped(title: str, body: str) ->
 
 
 def test_alternatives_split_only_at_top_level() -> None:
-    from extract.relevance import _alternatives
+    from extract.signals import _alternatives
 
     assert _alternatives(r"a|b(c|d)|[|(]x|\|y|(?:e|f)g|[]|]z|[^]|]w") == [
         "a", "b(c|d)", "[|(]x", r"\|y", "(?:e|f)g", "[]|]z", "[^]|]w"]
@@ -118,7 +118,7 @@ def test_cue_patterns_searched_by_alternative_answer_like_the_whole_pattern(samp
     import re
 
     from extract.bench import load_dev_set
-    from extract.relevance import _NEG_L, _POS_L, _window
+    from extract.signals import _NEG_L, _POS_L, _window
     from tests.extract.test_devset import DEVSET
 
     threads = list(sample_threads) + [t for name in ("devset", "realism", "realgh")

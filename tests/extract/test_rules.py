@@ -96,7 +96,7 @@ def test_odd_unicode_and_huge_bodies_do_not_crash() -> None:
 def _ranked(t) -> tuple[float, float]:  # noqa: ANN001
     """The paper and obtained rankers' top candidates (whatever their probability)."""
     from extract.learned.predict import scored_candidates
-    from extract.rules import read_thread
+    from extract.reading import read_thread
 
     sc = scored_candidates(t, read_thread(t))
     return max(sc, key=lambda x: x[1])[0].value, max(sc, key=lambda x: x[2])[0].value

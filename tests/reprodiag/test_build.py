@@ -130,9 +130,12 @@ def test_card_reports_this_runs_funnel(out: Path) -> None:
     assert "| kept (score) | 45 |" in card
     assert f"| sft rows | {sft_n} |" in card
     assert "GitHub Terms of Service" in card and "historical" in card
-    # the limitations name this build's extractors, and the measured limits of the offline one
-    assert "records by extractor: rules: " in card
-    assert "about 40% of its eval items" in card
+    # the card names the reader of every split and what it was measured to do
+    assert "records by extractor: openai: " in card
+    assert "## Who read the threads" in card and "| eval | llm: " in card and "| sft | llm: " in card
+    assert "openai:gpt-test" in card and "LLM reader (prompt extract-v3" in card
+    assert "- offline reader (" not in card  # no offline record in this build, so no offline figures
+    assert "Eval items come from LLM-read records only" in card
 
 
 def test_no_secret_or_login_in_any_output(out: Path) -> None:
@@ -258,3 +261,52 @@ def test_diagnosis_text_orders_reasoning_and_hedges_unconfirmed_causes():
     assert sw.refuted == ("The paper reports tokenized BLEU from multi-bleu.perl.",)
     rej, cho = render(sw, with_fix=False), render(d, with_fix=False)
     assert 0.8 <= len(cho) / len(rej) <= 1.25 and rej != cho
+
+
+def _offline_workspace(root: Path, llm_repos: int = 0) -> Path:
+    """The hand-made workspace with its records read by the offline reader, except those of the first
+    ``llm_repos`` repositories."""
+    from reprodiag.schema import ExtractorInfo
+
+    ws = make_workspace(root)
+    with Store(ws) as s:
+        recs = list(s.iter_scored())
+        repos = sorted({r.repo for r in recs})[:llm_repos]
+        s.put_scored([r if r.repo in repos else r.model_copy(update={"extractor": ExtractorInfo(backend="rules")})
+                      for r in recs])
+    return ws
+
+
+def test_offline_records_become_eval_items_only_when_asked(tmp_path: Path) -> None:
+    ws = _offline_workspace(tmp_path)
+    with Store(ws) as s:
+        rep = run_build(s, tmp_path / "llm-only", per_type_min=2, per_type_max=4, seed=0, push_to_hub=None)
+        asked = run_build(s, tmp_path / "asked", per_type_min=2, per_type_max=4, seed=0, push_to_hub=None,
+                          eval_from="offline")
+    assert rep.counts["eval items"] == 0 and rep.counts["sft rows"] > 0  # training rows stay possible
+    assert rep.counts["left out (eval: read by the offline reader (build --eval-from offline takes it))"] > 0
+    card = (tmp_path / "llm-only" / "README.md").read_text(encoding="utf-8")
+    assert "| sft | offline: " in card and "offline reader (rules and learned models" in card
+    assert asked.counts["eval items"] > 0
+    card = (tmp_path / "asked" / "README.md").read_text(encoding="utf-8")
+    n = asked.counts["eval items"]
+    assert f"| eval | offline: {n} |" in card and f"**{n} eval item(s) come from the offline reader**" in card
+    assert "eval_sound 0.41" in card  # the offline reader's measured figure, named where its items are used
+
+
+def test_in_a_mixed_workspace_eval_items_come_from_the_llm_reader(tmp_path: Path) -> None:
+    ws = _offline_workspace(tmp_path, llm_repos=8)
+    with Store(ws) as s:
+        llm_threads = {r.thread_id for r in s.iter_scored() if r.extractor.backend != "rules"}
+        rep = run_build(s, tmp_path / "mixed", per_type_min=1, per_type_max=4, seed=0, push_to_hub=None)
+    items = load_from_disk(str(tmp_path / "mixed" / "eval"))["test"]
+    assert rep.counts["eval items"] == items.num_rows > 0
+    assert set(items["source_thread"]) <= llm_threads
+    card = (tmp_path / "mixed" / "README.md").read_text(encoding="utf-8")
+    assert "LLM reader (prompt" in card and "offline reader (rules" in card  # both readers' figures
+
+
+def test_cli_rejects_an_unknown_eval_source(ws: Path, tmp_path: Path, cli) -> None:  # noqa: ANN001
+    r = cli("build", "-o", str(tmp_path / "x"), "--eval-from", "everything", workspace=ws)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "eval-from" in r.stderr
+    assert not (tmp_path / "x").exists()

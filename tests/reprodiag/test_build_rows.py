@@ -26,6 +26,7 @@ from reprodiag.schema import (
     ThreadStats,
 )
 from reprodiag.store import Store
+from tests.eval_diagnosis.corpus import LLM_READER
 
 TYPES = ["hyperparameter", "data", "evaluation_protocol", "framework_version", "seed_hardware"]
 CAUSES = {
@@ -84,7 +85,7 @@ def _record(t: Thread, etype: str, i: int, k: int) -> Record:
         root_cause=("Hi Anna, " + cause) if t.number != 3 else "Did you use speed perturbation?",
         resolution=cause, is_resolved=True, resolution_type="resolved",
         temporal_tag=TemporalTag(created_year=2024, tier="current", weight=1.0),
-        quality=Quality(score=6, keep=True), split="train",
+        quality=Quality(score=6, keep=True), split="train", extractor=LLM_READER,
         stats=ThreadStats(created_at=t.created_at, participants=[Participant(login="anna-k", role="asker"),
                                                                  Participant(login="li-wei-ml", role="maintainer")]))
 

@@ -83,3 +83,28 @@ def test_demo_datasets_load_and_keep_eval_repositories_out_of_training(demo_work
     assert eval_repos.isdisjoint({r["repo"] for r in sft_rows} | {r["repo"] for r in dpo_rows})
     # replays that confirmed a fix mark the rows of the threads they replicate as verified
     assert any(r["verified"] for r in sft_rows)
+
+
+def test_the_demo_reads_through_the_llm_path_on_recorded_answers(demo_workspace: Path):
+    from reprodiag.store import Store
+
+    data = json.loads((demo_workspace / "demo-out" / "summary.json").read_text())
+    assert "the LLM reader" in data["reader"] and "recorded answers of" in data["reader"]
+    with Store(demo_workspace) as s:
+        readers = {(r.extractor.backend, r.extractor.model or "") for r in s.iter_records()}
+        assert s.count("rejects") == 0  # every request the demo sent had its recorded answer
+    assert {b for b, _ in readers} == {"openai"} and all(m.startswith("recorded ") for _, m in readers)
+    card = (demo_workspace / "demo-out" / "datasets" / "README.md").read_text(encoding="utf-8")
+    assert "| eval | llm: " in card and "offline: " not in card.split("## Who read the threads")[1][:400]
+
+
+def test_the_offline_demo_flags_its_eval_items(tmp_path: Path):
+    ws = tmp_path / "ws"
+    proc = run_cli("demo", "--backend", "rules", "--no-replay", workspace=ws, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads((ws / "demo-out" / "summary.json").read_text())
+    assert "the offline reader" in data["reader"] and data["datasets"]["eval"] > 0
+    card = (ws / "demo-out" / "datasets" / "README.md").read_text(encoding="utf-8")
+    assert "eval item(s) come from the offline reader" in card
+    bad = run_cli("demo", "--backend", "nonsense", workspace=tmp_path / "bad", timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -127,3 +127,24 @@ def test_cli_shard_and_merge(cli, tmp_path: Path, corpus) -> None:  # noqa: ANN0
     assert json.loads(ok.stdout.strip().splitlines()[-1])["counts"]["threads_after"] == 2
     missing = cli("merge", str(tmp_path / "nope"), workspace=tmp_path / "m")
     assert missing.returncode == 2 and "not a workspace" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_an_llm_readers_record_wins_over_the_offline_readers_in_either_order(tmp_path: Path, corpus) -> None:  # noqa: ANN001
+    from reprodiag.schema import ExtractorInfo
+
+    t = corpus.threads[0]
+    offline = Record(thread_id=t.id, repo=t.repo, root_cause="The seed.", extractor=ExtractorInfo(backend="rules"))
+    llm = Record(thread_id=t.id, repo=t.repo, root_cause="The learning rate was not scaled to 8 GPUs.",
+                 extractor=ExtractorInfo(backend="anthropic", model="claude-haiku-4-5"))
+    other_llm = llm.model_copy(update={"root_cause": "Another reading.",
+                                       "extractor": ExtractorInfo(backend="openai", model="gpt-5-mini")})
+    for first, second, kept in ((offline, llm, llm), (llm, offline, llm), (llm, other_llm, llm)):
+        a, b = Store(tmp_path / f"a-{id(first)}-{id(second)}"), Store(tmp_path / f"b-{id(first)}-{id(second)}")
+        for s, rec in ((a, first), (b, second)):
+            s.upsert_threads([t])
+            s.put_records([rec])
+        merge_workspaces(a, [b.root])
+        got = list(a.iter_records())
+        assert [r.root_cause for r in got] == [kept.root_cause], (first.extractor, second.extractor)
+        a.close()
+        b.close()

@@ -31,7 +31,7 @@ def test_run_all_stages_over_indexed_repos(tmp_path: Path, sample_threads):
         idx = run_cli("index", *args, workspace=ws, env=env)
         assert idx.returncode == 0, idx.stderr
         proc = run_cli("-q", "run", "--api-url", url, "-o", str(out), "--eval-model", "baseline:rules",
-                       workspace=ws, env=env)
+                       "--eval-from", "offline", workspace=ws, env=env)  # the offline reader's eval items, asked
     assert proc.returncode == 0, proc.stderr[-3000:]
     reports = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert [r["stage"] for r in reports] == ["mine", "filter", "extract", "score", "replay", "build", "eval"]

@@ -230,31 +230,88 @@ def test_engine_bench_extracts_every_thread_both_ways_and_reports_rows_per_secon
 
 
 @pytest.mark.parametrize("engine", ["local", "ray"])
-def test_a_requests_per_minute_limit_holds_over_the_whole_run(tmp_path: Path, openai_server, engine: str,  # noqa: ANN001, F811
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """--rpm 300 (5 a second, one second of burst): over any one-second window the server sees at most
-    5 + 5 requests, whatever the workers (a slower machine only spreads them more)."""
-    import time
+def test_every_request_of_a_run_with_rpm_is_granted_by_the_runs_limiter(tmp_path: Path, openai_server,  # noqa: ANN001, F811
+                                                                         engine: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """--rpm 300 (5 a second, one second of burst) over the whole run: every request the server sees was first
+    granted by the run's limiter (locally the extractor's own, on Ray the one actor every worker shares), and the
+    limiter spaced them at its rate. Its clock is frozen, so what it grants depends on nothing but the count of
+    requests (no wall-clock windows, whatever the machine's load): 5 at once, then one more every 0.2 s."""
+    import functools
+    import uuid
 
+    from extract import pipeline, ratelimit
     from extract.pipeline import run_extract
     from tests.extract.llm_helpers import answer_for, llm_thread, thread_number
     from tests.fakes.llm_server import Reply
 
     monkeypatch.setenv("OPENAI_API_KEY", os.environ["OPENAI_API_KEY"])
-    threads = [llm_thread(i) for i in range(1, 26)]
+    n = 25
+    frozen = functools.partial(float, 0.0)  # a clock that never moves (picklable: it travels to the Ray actor)
+    made: list[tuple[float | None, float | None, ratelimit.RateLimit]] = []
+    slept: list[float] = []
+    real_limit, real_local = ratelimit.RateLimit, ratelimit.local_limiter
+
+    def frozen_limit(rpm: float | None = None, tpm: float | None = None) -> ratelimit.RateLimit:
+        made.append((rpm, tpm, real_limit(rpm, tpm, clock=frozen)))
+        return made[-1][2]
+
+    async def no_sleep(s: float) -> None:
+        slept.append(s)
+
+    monkeypatch.setattr(ratelimit, "RateLimit", frozen_limit)  # run_extract imports these when it runs
+    monkeypatch.setattr(ratelimit, "local_limiter", lambda limit: real_local(limit, sleep=no_sleep))
+    threads = [llm_thread(i) for i in range(1, n + 1)]
     by_n = {int(t.title.split()[1].rstrip(":")): t for t in threads}
-    seen: list[float] = []
+    granted_at_arrival: list[int] = []
 
     def responder(req):  # noqa: ANN001, ANN202
-        seen.append(time.monotonic())
+        if engine == "local":  # what the limiter had granted when this request arrived
+            granted_at_arrival.append(made[-1][2].requests)
         return Reply.json(answer_for(by_n[thread_number(req.prompt_text)]))
 
     openai_server.responder = responder
-    s = Store(tmp_path / engine)
-    s.upsert_threads(threads)
-    rep = run_extract(s, backend="openai", model="gpt-4o-mini", base_url=openai_server.base_url, no_filter=True,
-                      concurrency=8, engine=engine, rpm=300)
-    assert rep.counts["records"] == 25 and len(seen) == 25
-    seen.sort()
-    most = max(sum(1 for u in seen if t <= u < t + 1.0) for t in seen)
-    assert most <= 10, most
+    actor = None
+    batches: list[pipeline.LLMBatch] = []
+    if engine == "ray":
+        name = f"reprodiag-ratelimit-test-{uuid.uuid4().hex}"
+        monkeypatch.setattr(ratelimit, "shared_limiter_name", lambda: name)
+        # the run's actor, made here (so it outlives the run and can be asked what it granted) with the frozen
+        # clock; the workers find it by the name the run gives them
+        actor = ray.remote(ratelimit._LimiterActor).options(name=name, num_cpus=0).remote(300, None, clock=frozen)
+        assert ray.get(actor.granted.remote())["requests"] == 0
+        real_ray = pipeline._extract_llm_ray
+
+        def spy(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+            batches.extend(a for a in args if isinstance(a, pipeline.LLMBatch))
+            return real_ray(*args, **kw)
+
+        monkeypatch.setattr(pipeline, "_extract_llm_ray", spy)
+    try:
+        s = Store(tmp_path / engine)
+        s.upsert_threads(threads)
+        rep = run_extract(s, backend="openai", model="gpt-4o-mini", base_url=openai_server.base_url,
+                          no_filter=True, concurrency=8, engine=engine, rpm=300)
+        assert rep.counts["records"] == n and len(openai_server.requests) == n
+        assert [(rpm, tpm) for rpm, tpm, _ in made] == [(300, None)]  # the run's limit, at the rate asked for
+        # with the clock frozen, the k-th grant waits (k - 5) / 5 s past the burst of 5: 0.2 + 0.4 + ... + 4.0 s
+        schedule = [max(0, k - 5) / 5 for k in range(1, n + 1)]
+        if engine == "local":
+            got = made[0][2].granted()
+            assert got["requests"] == n and got["tokens"] > 0, got
+            assert got["waited_s"] == pytest.approx(sum(schedule))
+            assert sorted(slept) == pytest.approx([w for w in schedule if w > 0])
+            # every request was granted before it was sent
+            assert sorted(granted_at_arrival) == granted_at_arrival
+            assert all(g >= i for i, g in enumerate(granted_at_arrival, 1)), granted_at_arrival
+        else:
+            assert batches and all(b.limit == (name, 300, None) for b in batches)
+            got = ray.get(actor.granted.remote())
+            assert got["requests"] == n and got["tokens"] > 0, got  # the workers' requests, all through the actor
+            assert got["waited_s"] == pytest.approx(sum(schedule))
+            assert made[0][2].requests == 0  # the driver sent nothing itself (it answers cache hits only)
+        # those grants, as times on the limiter's clock: no second holds more than 5 + 5 (rate + burst)
+        assert max(sum(1 for u in schedule if t <= u < t + 1.0) for t in schedule) <= 10
+    finally:
+        if actor is not None:
+            ray.kill(actor)

@@ -1,20 +1,30 @@
 """Fixtures for the sandbox tests: a bwrap backend (skipped with the reason when
-bwrap cannot run), a loopback TCP server, and a tiny case-directory factory."""
+bwrap cannot run), a loopback TCP server, and a tiny case-directory factory.
+
+No test here asserts how long something took (a busy machine only makes things slower): a wait for a
+condition polls until it holds, with a generous bound (:data:`PATIENCE_S`) that only a hang reaches."""
 
 from __future__ import annotations
 
 import socket
 import textwrap
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import psutil
 import pytest
 
 from sandbox.backends.base import StepRequest
 from sandbox.backends.bwrap import BwrapBackend, bwrap_status
+
+#: How long a test waits for something that must happen (a hang, not a slow machine, reaches it).
+PATIENCE_S = 120.0
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="session")
@@ -156,3 +166,51 @@ def procs_with(marker: str) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return out
+
+
+def wait_until(cond: Callable[[], Any], within_s: float = PATIENCE_S) -> Any:
+    """Poll ``cond`` until it is truthy (returned at once) or ``within_s`` passed (then its last value)."""
+    end = time.monotonic() + within_s
+    while not (got := cond()) and time.monotonic() < end:
+        time.sleep(0.02)
+    return got
+
+
+def gone(marker: str, within_s: float = PATIENCE_S) -> list[psutil.Process]:
+    """The processes carrying ``marker`` still alive once they are all gone or ``within_s`` passed."""
+    wait_until(lambda: not procs_with(marker), within_s)
+    return procs_with(marker)
+
+
+def finishes(fn: Callable[[], T], within_s: float = PATIENCE_S) -> T:
+    """``fn()``, run on a thread; fails (instead of hanging the suite) if it has not returned in ``within_s``."""
+    box: list[Any] = []
+
+    def call() -> None:
+        try:
+            box.append((True, fn()))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the test's thread
+            box.append((False, exc))
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(within_s)
+    assert not t.is_alive(), f"still running after {within_s:g} s: something was not stopped"
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
+def settled(got: list[bytes], address: str | tuple[str, int]) -> list[bytes]:
+    """What a :func:`recording_server` at ``address`` had received before now, in order: a sentinel is sent
+    through a new connection and awaited; connections are accepted in turn, so every one made before it is
+    recorded by then (no sleeping and hoping). Returns ``got`` without the sentinel."""
+    sentinel = f"sentinel-{uuid.uuid4().hex[:12]}".encode()
+    family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.settimeout(30)
+        s.connect(address)
+        s.sendall(sentinel)
+    assert wait_until(lambda: sentinel in got), "the recording server never saw the sentinel"
+    return [g for g in got if g != sentinel]

@@ -34,7 +34,16 @@ from sandbox.backends.bwrap import BwrapBackend, python_dirs
 from sandbox.replay import printable, replay_case
 from sandbox.spec import load_spec
 from sandbox.workdir import _open_dir
-from tests.sandbox.conftest import CaseFactory, procs_with, recording_server
+from tests.sandbox.conftest import (
+    PATIENCE_S,
+    CaseFactory,
+    finishes,
+    gone,
+    procs_with,
+    recording_server,
+    settled,
+    wait_until,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERDICTS = {"confirmed", "symptom_not_reproduced", "fix_not_confirmed", "unstable", "error", "timeout", "skipped"}
@@ -191,8 +200,7 @@ def test_network_egress_is_contained(make_case: CaseFactory, replayer: Callable[
     v = replayer(case)
     assert_contained(v)
     assert "checked 0 leaks" in all_output(v)
-    time.sleep(0.3)
-    assert got == [] and abstract_got == []
+    assert settled(got, ("127.0.0.1", port)) == [] and settled(abstract_got, "\0" + abstract) == []
 
 
 def test_network_control_the_probe_does_connect_on_the_host(loopback_server: tuple[int, list[bytes]],
@@ -208,10 +216,7 @@ def test_network_control_the_probe_does_connect_on_the_host(loopback_server: tup
         "    s = socket.socket(socket.AF_UNIX); s.connect(path); s.sendall(b'leak'); leak('unix')\ndone()\n"
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert "LEAK tcp 127.0.0.1" in out.stdout and "LEAK unix" in out.stdout, out.stderr
-    deadline = time.time() + 3
-    while (not got or not abstract_got) and time.time() < deadline:
-        time.sleep(0.05)
-    assert got and abstract_got
+    assert wait_until(lambda: got and abstract_got), (got, abstract_got)
 
 
 def test_setup_with_network_cannot_reach_host_loopback(make_case: CaseFactory, replayer: Callable[[Path], Verdict],
@@ -240,8 +245,8 @@ def test_setup_with_network_cannot_reach_host_loopback(make_case: CaseFactory, r
     text = case.read_text().replace("[run]", "[setup]\ncommands = [\"python setup_probe.py\"]\nnetwork = true\n[run]")
     case.write_text(text)
     v = replayer(case)
-    time.sleep(0.3)
-    assert "LEAK" not in all_output(v) and got == [] and abstract_got == []
+    assert "LEAK" not in all_output(v)
+    assert settled(got, ("127.0.0.1", port)) == [] and settled(abstract_got, "\0" + abstract) == []
 
 
 # --------------------------------------------------------------------------- secrets
@@ -319,14 +324,21 @@ def test_host_secrets_and_files_are_out_of_reach(make_case: CaseFactory, replaye
     assert not any(s in text for s in SECRETS.values())
 
 
-def test_another_case_checkout_is_invisible(make_case: CaseFactory, bwrap_ok: None, tmp_path: Path) -> None:
-    """Two cases replayed concurrently: neither can find the other's work dir or files."""
+def test_another_case_checkout_is_invisible(make_case: CaseFactory, bwrap_ok: None, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two cases replayed concurrently: neither can find the other's work dir or files. Each hunts only once
+    both markers exist (the host sees them in the two work dirs and drops a ``go`` file into each)."""
+    import tempfile
+
     from sandbox.pipeline import run_replay
 
     hunt = """
         import glob, time
         open(ARGS["mine"], "w").write("x")
-        time.sleep(1.0)
+        end = time.monotonic() + 100
+        while not os.path.exists("go") and time.monotonic() < end:
+            time.sleep(0.01)
+        print("go:", os.path.exists("go"), flush=True)
         for pattern in ["/tmp/**/" + ARGS["theirs"], "/tmp/reprodiag-*", "/home/**/" + ARGS["theirs"]]:
             hits = glob.glob(pattern, recursive=True)
             if hits:
@@ -337,14 +349,33 @@ def test_another_case_checkout_is_invisible(make_case: CaseFactory, bwrap_ok: No
             if ARGS["theirs"] in files:
                 leak(f"found {root}")
     """
-    a = probe_case(make_case, "case-a", hunt, args={"mine": "marker-of-a", "theirs": "marker-of-b",
+    a = probe_case(make_case, "case-a", hunt, timeout_s=300, args={"mine": "marker-of-a", "theirs": "marker-of-b",
                                                                 "allowed": python_dirs()})
-    b = probe_case(make_case, "case-b", hunt, args={"mine": "marker-of-b", "theirs": "marker-of-a",
+    b = probe_case(make_case, "case-b", hunt, timeout_s=300, args={"mine": "marker-of-b", "theirs": "marker-of-a",
                                                                 "allowed": python_dirs()})
     out = tmp_path / "v.jsonl"
-    run_replay(None, cases=[a, b], backend="bwrap", output=out, concurrency=2)
-    for line in out.read_text().splitlines():
-        assert_contained(Verdict.model_validate_json(line))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the run makes its scratch directories
+    box: list[object] = []
+    t = threading.Thread(target=lambda: box.append(
+        run_replay(None, cases=[a, b], backend="bwrap", output=out, concurrency=2)), daemon=True)
+    t.start()
+    try:
+        def both() -> list[Path]:
+            return [d for m in ("marker-of-a", "marker-of-b") for d in scratch.glob(f"*/work/{m}")]
+        assert len(wait_until(lambda: len(both()) == 2 and both())) == 2, "the two cases never ran together"
+        for marker in both():
+            (marker.parent / "go").write_text("")
+    finally:
+        t.join(PATIENCE_S)
+    assert not t.is_alive() and box, "the replay did not end"
+    lines = out.read_text().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        v = Verdict.model_validate_json(line)
+        assert_contained(v)
+        assert "go: True" in all_output(v)  # it hunted while the other case was running, its marker written
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -661,12 +692,10 @@ def test_fork_bomb_ends_the_case_and_leaves_nothing(make_case: CaseFactory,
         [limits]
         pids = 32
         """)
-    start = time.monotonic()
-    v = replayer(case)
-    assert v.verdict == "timeout" and "wall-clock limit" in v.reason
-    assert time.monotonic() - start < 30
-    time.sleep(0.2)
-    assert procs_with(marker) == []
+    v = finishes(lambda: replayer(case))  # the bomb never ends by itself: only the kill at the timeout ends it
+    assert v.verdict == "timeout" and "3 s wall-clock limit" in v.reason and "survived" not in v.reason, v.reason
+    assert v.steps[-1].timed_out and v.steps[-1].exit_code is None
+    assert gone(marker) == []
     assert subprocess.run(["true"]).returncode == 0
 
 
@@ -718,10 +747,8 @@ def test_cpu_spin_is_killed_at_the_time_limit(make_case: CaseFactory, replayer: 
         [fix]
         command = "true"
         """)
-    start = time.monotonic()
-    v = replayer(case)
-    assert v.verdict == "timeout" and "1.5 s" in v.reason
-    assert time.monotonic() - start < 20
+    v = finishes(lambda: replayer(case))  # it ignores SIGTERM and never ends: only a SIGKILL at 1.5 s ends it
+    assert v.verdict == "timeout" and "1.5 s" in v.reason and "survived" not in v.reason, v.reason
     assert v.steps[-1].timed_out and v.steps[-1].exit_code is None
 
 
@@ -746,7 +773,7 @@ def test_gigabytes_of_output_are_truncated_with_bounded_driver_memory(make_case:
 
 def test_daemons_do_not_survive_the_step(make_case: CaseFactory, replayer: Callable[[Path], Verdict],
                                          tmp_path: Path) -> None:
-    marker = "31.3371"
+    marker = "3133.71"  # seconds: longer than any wait here, so only a kill ends them
     case = probe_case(make_case, "daemons", f"""
         subprocess.Popen("setsid nohup sleep {marker} >/dev/null 2>&1 &", shell=True)
         subprocess.Popen("(sleep {marker} &) &", shell=True)
@@ -760,24 +787,47 @@ def test_daemons_do_not_survive_the_step(make_case: CaseFactory, replayer: Calla
         subprocess.Popen(["sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > ticker; sleep 0.01; done"],
                          start_new_session=True)
         import time
-        time.sleep(0.3)
+        def sleepers():
+            n = 0
+            for pid in os.listdir("/proc"):
+                try:
+                    argv = open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")
+                except OSError:
+                    continue
+                n += argv[0].endswith(b"sleep") and b"{marker}" in argv
+            return n
+        end = time.monotonic() + 20
+        while (sleepers() < 4 or not os.path.exists("ticker")) and time.monotonic() < end:
+            time.sleep(0.01)
+        print("daemons running:", sleepers(), os.path.exists("ticker"), flush=True)
     """)
-    v = replayer(case)
-    assert_contained(v)
-    time.sleep(0.3)
-    assert procs_with(marker) == []
-    assert not any("ticker" in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+    try:
+        v = replayer(case)
+        assert_contained(v)
+        assert "daemons running: 4 True" in all_output(v)  # all four and the writer were up when the step ended
+        assert gone(marker) == []
+        assert not any("ticker" in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+    finally:
+        for p in procs_with(marker):
+            p.kill()
 
 
 def test_a_step_writer_stops_when_the_step_ends(bwrap: BwrapBackend, step: Callable[..., StepRequest],
                                                 workdir: Path) -> None:
-    """Nothing the step started can change the work dir after the step returned (no racing the driver)."""
-    r = bwrap.run(step("(setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > ticker; done' &) ; sleep 0.3",
-                       timeout_s=10))
-    assert r.exit_code == 0
-    first = (workdir / "ticker").read_text()
-    time.sleep(0.5)
-    assert (workdir / "ticker").read_text() == first
+    """Nothing the step started can change the work dir after the step returned (no racing the driver): the
+    moment it returns, the writer it left running is gone."""
+    marker = "ticker-writer-8d21"
+    # each value is written whole (to a side file, then renamed over the ticker), so a kill between two writes
+    # can only leave a complete number behind
+    r = bwrap.run(step(f"(setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > t.tmp; mv -f t.tmp ticker; done' "
+                       f"{marker} &) ; while [ ! -s ticker ]; do sleep 0.01; done", timeout_s=60))  # once it wrote
+    try:
+        assert r.exit_code == 0 and not r.timed_out
+        assert (workdir / "ticker").read_text().strip().isdigit()
+        assert procs_with(marker) == []  # at once: no grace period in which it could still write
+    finally:
+        for p in procs_with(marker):
+            p.kill()
 
 
 # --------------------------------------------------------------------------- verdict spoofing

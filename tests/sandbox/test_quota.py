@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from reprodiag.schema import Verdict
+from reprodiag.schema import Step, Verdict
 from sandbox.backends.bwrap import BwrapBackend
 from sandbox.quota import DiskWatch, inode_cap, open_scratch, stale_mounts
 from sandbox.replay import replay_case
 from sandbox.spec import load_spec
 from tests.conftest import REPO_ROOT
+from tests.sandbox.conftest import wait_until
 
 MakeCase = Callable[..., Path]
 MiB = 1024 * 1024
@@ -46,7 +47,8 @@ def our_mounts() -> list[str]:
 
 
 def writer(n_files: int, *, pause: float = 0.0, then_sleep: float = 20) -> str:
-    """A run command writing ``n_files`` files of 1 MiB, ignoring errors, printing the count, then sleeping."""
+    """A run command writing ``n_files`` files of 1 MiB, ignoring errors, printing the count, then sleeping
+    (``then_sleep`` s, then it prints the metric: a step that was not stopped by the quota ends that way)."""
     code = (f"import time\nn = 0\nfor i in range({n_files}):\n    try:\n"
             f"        open(f'blob{{i}}', 'wb').write(b'x' * {MiB})\n        n += 1\n    except OSError:\n        pass\n"
             f"    print('written', n, flush=True)\n    time.sleep({pause})\ntime.sleep({then_sleep})\n"
@@ -77,6 +79,14 @@ def replay_sampling_free_space(spec_path: Path, backend: BwrapBackend, root: Pat
     return v, drop
 
 
+def assert_stopped_by_the_quota(step: Step) -> None:
+    """The step was killed while it ran, by the disk quota: not by its timeout (``timed_out``), and before
+    its command could end by itself (it would have exited 0 after printing its metric)."""
+    assert not step.timed_out, step
+    assert step.exit_code != 0 and step.exit_code is not None, step
+    assert "score 1.0" not in step.stdout_tail, step.stdout_tail[-500:]
+
+
 def quota_case(make_case: MakeCase, name: str, code: str, *, disk_mb: int, setup: bool = False) -> Path:
     run_cmd = "python w.py" if not setup else "echo 'score 1.0'"
     setup_part = '[setup]\ncommands = ["python w.py"]\n' if setup else ""
@@ -90,11 +100,10 @@ def test_four_times_the_quota_in_1mib_files_is_stopped_and_the_host_disk_untouch
     case = quota_case(make_case, "fill", writer(4 * 32), disk_mb=32)
     root = tmp_path / "scratch-root"
     root.mkdir()
-    start = time.monotonic()
     v, drop = replay_sampling_free_space(case, bwrap, root, "auto")
     assert v.verdict == "error", v.reason
     assert "work dir exceeded disk_mb=32" in v.reason and v.reason.startswith("before:")
-    assert time.monotonic() - start < 20  # stopped when the tmpfs filled, not at the 60 s timeout
+    assert_stopped_by_the_quota(v.steps[0])  # once the tmpfs filled: not at the 60 s timeout, nor at its end
     written = [int(m) for m in re.findall(r"written (\d+)", v.steps[0].stdout_tail)]
     assert written and max(written) <= 33  # the kernel refused writes at the cap (a page or so of slack)
     assert drop < 32 * MiB, f"host free space fell by {drop / MiB:.0f} MiB"
@@ -107,11 +116,10 @@ def test_watch_mode_kills_the_step_once_past_the_quota(bwrap: BwrapBackend, make
     case = quota_case(make_case, "fillwatch", writer(4 * 16, pause=0.03), disk_mb=16)
     root = tmp_path / "scratch-root"
     root.mkdir()
-    start = time.monotonic()
     v, drop = replay_sampling_free_space(case, bwrap, root, "watch")
     assert v.verdict == "error", v.reason
     assert "work dir exceeded disk_mb=16" in v.reason
-    assert time.monotonic() - start < 20
+    assert_stopped_by_the_quota(v.steps[0])
     written = [int(m) for m in re.findall(r"written (\d+)", v.steps[0].stdout_tail)]
     assert written and 16 <= max(written) < 4 * 16  # killed mid-way, a little past the cap
     assert drop < 4 * 16 * MiB
@@ -122,13 +130,13 @@ def test_watch_mode_kills_the_step_once_past_the_quota(bwrap: BwrapBackend, make
 def test_a_hundred_thousand_empty_files_are_stopped(bwrap: BwrapBackend, make_case: MakeCase, tmp_path: Path,
                                                     mode: str) -> None:
     code = ("import os\nn = 0\nfor i in range(100_000):\n    try:\n        open(f'f{i}', 'w').close()\n"
-            "        n += 1\n    except OSError:\n        pass\nprint('created', n)\nimport time; time.sleep(20)\n")
+            "        n += 1\n    except OSError:\n        pass\nprint('created', n)\nimport time; time.sleep(20)\n"
+            "print('score 1.0')\n")
     case = quota_case(make_case, f"inodes-{mode}", code, disk_mb=16)
-    start = time.monotonic()
     v = replay_case(load_spec(case), case, bwrap, scratch_root=tmp_path, disk_quota=mode)  # type: ignore[arg-type]
     assert v.verdict == "error", v.reason
     assert "work dir exceeded disk_mb=16" in v.reason
-    assert time.monotonic() - start < 30
+    assert_stopped_by_the_quota(v.steps[0])
     created = re.findall(r"created (\d+)", v.steps[0].stdout_tail)
     assert not created or int(created[0]) <= inode_cap(16)  # the cap held, or the watchdog killed it first
 
@@ -176,12 +184,8 @@ def test_a_mount_left_by_a_sigkilled_run_is_reaped_by_the_next(bwrap_ok: None, t
     proc = subprocess.Popen([sys.executable, "-c", code, str(case), str(root)], cwd=REPO_ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.time() + 30
         mine = f"reprodiag-replay-{proc.pid}-"
-        while time.time() < deadline and not any(mine in ln for ln in Path("/proc/self/mountinfo").read_text()
-                                                 .splitlines()):
-            time.sleep(0.05)
-        time.sleep(0.3)
+        assert wait_until(lambda: any(mine in ln for ln in Path("/proc/self/mountinfo").read_text().splitlines()))
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()

@@ -14,10 +14,11 @@ import psutil
 import pytest
 
 from reprodiag.schema import Verdict
+from sandbox.backends.base import StepRequest, StepResult
 from sandbox.backends.bwrap import BwrapBackend
 from sandbox.replay import TAIL_CHARS, replay_case
 from sandbox.spec import load_spec
-from tests.sandbox.conftest import procs_with
+from tests.sandbox.conftest import finishes, gone, procs_with, settled, wait_until
 
 MakeCase = Callable[..., Path]
 FIX = '[fix]\ncommand = "true"\n'
@@ -58,40 +59,54 @@ def test_two_gigabytes_of_output_keep_a_bounded_tail_and_bounded_host_memory(
     assert peak - base < 200 * 1024 * 1024, f"host RSS grew by {(peak - base) >> 20} MiB"
 
 
+class _CountingBackend:
+    """The bwrap backend, counting before each step the host's live processes that carry ``marker``."""
+
+    def __init__(self, inner: BwrapBackend, marker: str) -> None:
+        self.inner, self.name, self.marker = inner, inner.name, marker
+        self.alive_before: list[tuple[str, int | None, int]] = []  # (phase, seed, processes)
+
+    def run(self, step: StepRequest) -> StepResult:
+        self.alive_before.append((step.phase, step.seed, len(procs_with(self.marker))))
+        return self.inner.run(step)
+
+
 def test_a_double_forked_daemon_dies_before_the_next_step(bwrap: BwrapBackend, make_case: MakeCase,
                                                           tmp_path: Path) -> None:
     marker = "daemon-5c1e"
     run_sh = ("if [ ! -e started ]; then touch started; "
               f"(setsid sh -c 'while :; do echo x >> beat.log; sleep 0.05; done' {marker} </dev/null >/dev/null 2>&1 &); "
-              "sleep 0.3; echo 'score 1.0'; exit 0; fi\n"
-              "a=$(wc -c < beat.log); sleep 0.5; b=$(wc -c < beat.log); "
-              'echo "beats $a $b"; [ "$a" = "$b" ] && echo "score 1.0"\n')
+              "while [ ! -s beat.log ]; do sleep 0.01; done; echo 'score 1.0'; exit 0; fi\n"  # the daemon is running
+              'echo "beats $(wc -c < beat.log)"; echo "score 1.0"\n')
     case = make_case("daemon", "[run]\ncommand = \"sh run.sh\"\nmetric_regex = 'score ([0-9.]+)'\nseeds = 2\n"
                      + FIX, files={"run.sh": run_sh})
-    v = replay(case, bwrap, tmp_path)
+    counting = _CountingBackend(bwrap, marker)
+    v = replay_case(load_spec(case), case, counting, scratch_root=tmp_path)  # type: ignore[arg-type]
     before = [s for s in v.steps if s.phase == "before"]
     assert len(before) == 2, v.reason
-    a, b = before[1].stdout_tail.split("beats ")[1].split()[:2]
-    assert int(a) > 0 and a == b  # the daemon had run, and was dead by the time seed 1 started
+    assert int(before[1].stdout_tail.split("beats ")[1].split()[0]) > 0  # the daemon had run in seed 0's step
+    # ... and was dead when seed 1's step started (and every later one): no process of it left on the host
+    assert [(p, seed) for p, seed, _ in counting.alive_before][:2] == [("before", 0), ("before", 1)]
+    assert all(n == 0 for _, _, n in counting.alive_before), counting.alive_before
     assert procs_with(marker) == []
 
 
 def test_a_process_ignoring_sigterm_is_killed_at_a_1_s_timeout(bwrap: BwrapBackend, make_case: MakeCase,
                                                                tmp_path: Path) -> None:
-    marker = "77.31337"
+    marker = "7777.31337"  # seconds: the processes outlive any wait below unless they are killed
     cmd = (f"trap '' TERM; python -c 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
            f"time.sleep({marker})' & sleep {marker}")
     case = make_case("sigterm", f"[run]\ncommand = \"{cmd}\"\nmetric_regex = 'score ([0-9.]+)'\ntimeout_s = 1\n"
                      + FIX)
-    start = time.monotonic()
-    v = replay(case, bwrap, tmp_path)
-    assert v.verdict == "timeout", v.reason
-    assert time.monotonic() - start < 15
-    assert v.steps[0].timed_out and v.steps[0].exit_code is None
-    deadline = time.time() + 3
-    while procs_with(marker) and time.time() < deadline:
-        time.sleep(0.05)
-    assert procs_with(marker) == []
+    try:
+        v = finishes(lambda: replay(case, bwrap, tmp_path))  # a SIGTERM alone would leave it running
+        assert v.verdict == "timeout", v.reason
+        assert "1 s wall-clock limit" in v.reason and "survived" not in v.reason, v.reason
+        assert v.steps[0].timed_out and v.steps[0].exit_code is None
+        assert gone(marker) == []
+    finally:
+        for p in procs_with(marker):
+            p.kill()
 
 
 @pytest.mark.parametrize("make_it, needle", [
@@ -134,10 +149,8 @@ def test_only_setup_with_network_true_reaches_out(
     assert "on-setup:reached" in out["on-setup"]
     for key in ("on-before", "on-fix", "on-after", "off-setup", "off-before", "off-fix", "off-after"):
         assert ":blocked" in out[key] and ":reached" not in out[key], (key, out[key])
-    deadline = time.time() + 3
-    while b"on-setup" not in got and time.time() < deadline:
-        time.sleep(0.05)
-    assert got == [b"on-setup"]
+    assert wait_until(lambda: b"on-setup" in got), got
+    assert settled(got, (ip, port)) == [b"on-setup"]  # the only connection that reached the server
 
 
 def _git(repo: Path, *args: str) -> None:
