@@ -5,8 +5,8 @@ rate 0.00 on unseen threads). The filter only spares the calls it is sure about,
 recall: ``LLM_GATE`` is the highest probability gate at which at least ``TARGET_RECALL`` of the ``dev``
 reproductions pass, with each thread's probability taken out of fold (models trained without its
 repository; ``reprodiag bench cascade`` recomputes it). ``extract --backend openai|anthropic|…`` sends the
-threads whose filter probability is at or above the gate, answered or not (the LLM reads short threads for
-little; ``score`` drops records without a reply later); ``--no-filter`` sends every thread.
+threads whose filter probability is at or above the gate, answered or not (an unanswered thread is short, so
+its call is cheap; ``score`` drops its record until someone replies); ``--no-filter`` sends every thread.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ OFFLINE = ReaderFigures("offline reader", "rules and learned models, no LLM", er
                         paper_value=0.632, obtained_value=0.529, false_positive_rate=0.3125,
                         dataset_precision=0.957, eval_sound=0.414)
 #: ``reprodiag bench extract --answers extract/data/recorded --set test`` (prompt extract-v3).
-LLM = ReaderFigures("LLM reader", "prompt extract-v3, answers of claude (Anthropic) recorded 2026-12-05",
+LLM = ReaderFigures("LLM reader", "prompt extract-v3, answers of claude (Anthropic) recorded 2026-12-03..05",
                     error_type=0.838, is_resolved=0.926, paper_value=0.956, obtained_value=0.919,
                     false_positive_rate=0.031, dataset_precision=0.979, eval_sound=0.838)
 

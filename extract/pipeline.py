@@ -7,13 +7,15 @@ killed at any point finishes with the same result as an uninterrupted one.
 A thread rejected on one run and extracted on a later one loses its stale
 reject in the same transaction that stores its record.
 
-Only threads that someone answered are extracted: a thread with no human reply
-(signal ``no_reply``) is counted and skipped (SPEC: threads with no reply are
-dropped), which also saves its LLM call. The rules backend reads the threads
-the filter calls reproductions; an LLM backend reads every thread whose filter
-probability reaches the cascade gate (:mod:`extract.cascade`), because it
-judges ``is_reproduction`` itself; ``--no-filter`` sends every thread. The rules backend's cache signature includes the digest of the
-shipped learned models, so retraining them re-extracts.
+The rules backend reads the threads the filter calls reproductions that someone
+answered: a thread with no human reply (signal ``no_reply``) is counted and
+skipped (SPEC: threads with no reply are dropped). An LLM backend reads every
+thread whose filter probability reaches the cascade gate (:mod:`extract.cascade`),
+answered or not, because it judges ``is_reproduction`` itself (an unanswered
+thread is short, so its call is cheap, and ``score`` drops its record until
+someone replies); ``--no-filter`` sends every thread. The rules backend's cache
+signature includes the digest of the shipped learned models, so retraining them
+re-extracts.
 """
 
 from __future__ import annotations
@@ -335,12 +337,13 @@ _NO_REPLY = "EXISTS (SELECT 1 FROM json_each(d.doc, '$.signals') WHERE value = '
 
 def _kept_cond(backend: str) -> str:
     """SQL over a decision row ``d``: the thread goes to ``backend``. The rules extractor reads the threads the
-    filter keeps; an LLM reader gets every thread at or above the cascade gate (:mod:`extract.cascade`), since
-    it judges ``is_reproduction`` itself. Either way only threads someone answered (SPEC)."""
+    filter keeps that someone answered (SPEC); an LLM reader gets every thread at or above the cascade gate
+    (:mod:`extract.cascade`), since it judges ``is_reproduction`` itself."""
     from extract.cascade import LLM_GATE
 
-    judged = "d.is_reproduction=1" if backend == "rules" else f"json_extract(d.doc, '$.score') >= {LLM_GATE!r}"
-    return f"{judged} AND NOT {_NO_REPLY}"
+    if backend == "rules":
+        return f"d.is_reproduction=1 AND NOT {_NO_REPLY}"
+    return f"json_extract(d.doc, '$.score') >= {LLM_GATE!r}"
 
 
 def _kept_ids(backend: str) -> str:
@@ -540,7 +543,7 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
 
             got = classify(threads)
             sent = [d for d in got if (d.is_reproduction if backend == "rules" else passes(d))]
-            keep = {d.thread_id for d in sent if "no_reply" not in d.signals}
+            keep = {d.thread_id for d in sent if backend != "rules" or "no_reply" not in d.signals}
             counts["no_reply"] = sum("no_reply" in d.signals for d in sent)
             counts["filtered_out"] = len(threads) - len(keep)
             threads = [t for t in threads if t.id in keep]
@@ -551,7 +554,7 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
             raise UserError("extract needs a workspace or --input")
         if not no_filter:
             _decide_stored(store, only_stale=True)
-            judged = _kept_cond(backend).replace(f"AND NOT {_NO_REPLY}", f"AND {_NO_REPLY}")
+            judged = ("d.is_reproduction=1" if backend == "rules" else _kept_cond(backend)) + f" AND {_NO_REPLY}"
             counts["no_reply"] = store.query(f"SELECT count(*) FROM decisions d WHERE {judged}")[0][0]
             # threads the filter no longer keeps (e.g. edited since) must not keep a stale record; the offline
             # reader never removes an LLM reader's record (its gate is stricter than the cascade's)
@@ -572,10 +575,10 @@ def run_extract(store: Any, *, input: Path | None = None, output: Path | None = 
         from extract.cascade import LLM_GATE
 
         seen = len(read.threads) if read is not None else store.count("threads")
-        counts["below_gate"] = seen - total - counts.get("no_reply", 0)
-        notes.append(f"cascade: {total} of {seen} threads reach the LLM (filter probability >= {LLM_GATE}, "
-                     f"answered); {counts['below_gate']} below the gate, {counts.get('no_reply', 0)} with no "
-                     f"reply; --no-filter sends every thread")
+        counts["below_gate"] = seen - total
+        notes.append(f"cascade: {total} of {seen} threads reach the LLM (filter probability >= {LLM_GATE}; "
+                     f"{counts.get('no_reply', 0)} of them with no reply yet, whose records `score` drops until "
+                     f"someone replies); {counts['below_gate']} below the gate; --no-filter sends every thread")
     if batch is not None:
         todo = list(todo)
         if not file_mode:

@@ -193,6 +193,8 @@ class GraphQLClient:
         self.requests = 0
         self.points = 0
         self.retries = 0
+        #: heavy queries asked again after one 502/504 (before the caller is told to ask for less)
+        self.gateway_retries = 0
         self.secondary_hits = 0
         self.rate_limited = 0
         self._tried_root = False
@@ -205,7 +207,22 @@ class GraphQLClient:
         await self._client.close_async()
 
     async def query(self, query: str, variables: dict[str, Any] | None = None, *, heavy: bool = False) -> Answer:
-        """Run one query to completion (retrying transient failures); GitHub errors come back in ``errors``."""
+        """Run one query to completion (retrying transient failures); GitHub errors come back in ``errors``.
+
+        A 502/504 on a ``heavy`` query is asked once more, after a backoff, before :class:`GatewayError` tells
+        the caller to ask for less: GitHub's gateway also fails now and then on queries it answers a moment
+        later, and taking every such failure for a timeout would shrink every later query of the run."""
+        try:
+            return await self._query(query, variables, heavy=heavy)
+        except GatewayError:
+            if not heavy:
+                raise
+            self.retries += 1
+            self.gateway_retries += 1
+            await self.sleep(self.settings.backoff_s)
+            return await self._query(query, variables, heavy=heavy)
+
+    async def _query(self, query: str, variables: dict[str, Any] | None = None, *, heavy: bool = False) -> Answer:
         request = _TextRequest(query, variables)
         s = self.settings
         retrying = AsyncRetrying(

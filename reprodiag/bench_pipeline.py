@@ -66,7 +66,7 @@ _WORDS = dict(pkg=("mmcv-full", "apex", "pointnet2_ops", "deform_conv", "flash-a
               size=("large", "base", "1.3B", "ViT-H"), framework=("JAX", "TensorFlow 2", "ONNX", "MindSpore"))
 
 
-def _templates() -> tuple[list[Thread], list[Thread]]:
+def real_templates() -> tuple[list[Thread], list[Thread]]:
     from extract.realcorpus import load_real
 
     rows = load_real("dev") + load_real("test")
@@ -113,7 +113,7 @@ def _comment_copy(c: Comment, suffix: str, shift: timedelta) -> Comment:
 def pipeline_corpus(n: int, seed: int = 0) -> tuple[list[Thread], dict[str, dict[str, Any]]]:
     """``n`` threads and the repositories' metadata (see the module docstring); deterministic for a seed."""
     rng = random.Random(seed)
-    pos, neg = _templates()
+    pos, neg = real_templates()
     out: list[Thread] = []
     numbers: dict[str, int] = {}
     for i in range(n):

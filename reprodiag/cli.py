@@ -671,6 +671,26 @@ def bench_labels(
     _report(run_label_bench(second=second, seed=seed))
 
 
+@bench_app.command("cascade")
+def bench_cascade(
+    threads: Annotated[int, typer.Option(min=100, help="Threads of the bench pipeline corpus to measure on.")]
+    = 20_000,
+    seed: Annotated[int, typer.Option()] = 0,
+    no_cv: Annotated[bool, typer.Option("--no-cv", help="Skip refitting the filter out of fold on dev.")] = False,
+    answers: Annotated[Path | None, typer.Option(help="Recorded set whose answers give the output tokens "
+                                                 "(default: the shipped extract/data/recorded).")] = None,
+) -> None:
+    """The offline filter as a cost gate in front of an LLM reader: the gate recomputed out of fold on dev, the
+    reproductions it passes and the calls it saves on test and on a crawl-like corpus, and the cost of reading
+    1,000 mined threads per model (with and without prompt caching and the Batch discount).
+
+    Example: reprodiag bench cascade --threads 20000
+    """
+    from extract.bench_cascade import run_bench_cascade
+
+    _report(run_bench_cascade(threads=threads, seed=seed, cv=not no_cv, answers=answers))
+
+
 @bench_app.command("score")
 def bench_score(
     records: Annotated[int, typer.Option("--records", "-n", min=100, help="Grown records to score.")] = 200_000,

@@ -88,9 +88,10 @@ def test_502_on_heavy_queries_splits_them_and_learns_the_limit(store: Store, cor
         answered = srv.state.stats.graphql_requests - heavy
     assert heavy >= 1 and report.counts["page_halvings"] >= 1 and report.counts["failed"] == 0
     assert_same_corpus(store, corpus.threads)
-    # only what was in flight when the limit was learnt (and its first split) times out: later queries
-    # stay under the learnt weight (without learning, every packed query would time out first)
-    assert heavy <= 2 * FAST.concurrency < answered
+    # only what was in flight when the limit was learnt (and its first split) times out, each asked twice (a
+    # gateway failure is retried once before it counts as a timeout): later queries stay under the learnt
+    # weight (without learning, every packed query would time out first)
+    assert heavy <= 4 * FAST.concurrency, (heavy, answered)
 
 
 def test_502_on_a_single_list_page_halves_it_and_remembers_it(store: Store, corpus) -> None:  # noqa: ANN001
@@ -375,3 +376,67 @@ def test_server_that_cannot_page_backwards_still_gives_every_comment(store: Stor
         report = mine(store, srv.url, ["long/threads"], prs=False, discussions=False)
     assert report.counts["failed"] == 0
     assert_same_corpus(store, threads)
+
+
+#: A crawl-like fault mix: 5% of requests answered 502, 2% a secondary rate limit (retry-after 0).
+FLAKY = Faults(seed=21, p_502=0.05, p_secondary=0.02, retry_after_s=0)
+
+
+@pytest.fixture(scope="module")
+def wide_corpus():  # noqa: ANN201
+    from miner.synthetic import synthetic_corpus
+
+    return synthetic_corpus(1200, 20, seed=11, big_threads=1, discussion_share=0.1)
+
+
+def _points(proc: subprocess.CompletedProcess[str]) -> int:
+    import json
+
+    return json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("{")))["counts"]["points"]
+
+
+def test_random_gateway_failures_do_not_shrink_the_crawl(tmp_path: Path, wide_corpus) -> None:  # noqa: ANN001
+    """A 502 now and then is asked again before it is taken for a timeout: a crawl under 5% random 502s costs
+    about what a clean one does (it used to cost ~12x: every such 502 halved every later query)."""
+    repos = list(wide_corpus.repos_meta)
+    with FakeGitHubThread(wide_corpus.threads, wide_corpus.repos_meta, tokens=TOKENS) as srv:
+        clean = mine(Store(tmp_path / "clean"), srv.url, repos).counts["points"]
+    with FakeGitHubThread(wide_corpus.threads, wide_corpus.repos_meta, tokens=TOKENS, faults=FLAKY) as srv:
+        store = Store(tmp_path / "flaky")
+        flaky = mine(store, srv.url, repos).counts["points"]
+        assert srv.state.stats.faults.get("p_502", 0) + sum(srv.state.stats.faults.values()) > 0
+    assert_same_corpus(store, wide_corpus.threads)
+    assert flaky <= 1.5 * clean, (flaky, clean)
+
+
+def test_a_mine_killed_early_resumes_for_what_is_left(tmp_path: Path, wide_corpus) -> None:  # noqa: ANN001
+    """Killed at a fixed point of progress (its first committed page), the resumed crawl spends at most a fresh
+    crawl's points plus 20%, under the same faults, and ends with the same threads."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPRODIAG_", "GITHUB_TOKEN"))}
+    env["GITHUB_TOKENS"] = TOKENS[0]
+    repos = list(wide_corpus.repos_meta)
+
+    def cmd(ws: Path, url: str) -> list[str]:
+        return [sys.executable, "-m", "reprodiag", "-q", "-w", str(ws), "mine", "--api-url", url, "--include-prs",
+                "--concurrency", "4", *[a for r in repos for a in ("--repos", r)]]
+
+    with FakeGitHubThread(wide_corpus.threads, wide_corpus.repos_meta, tokens=TOKENS, faults=FLAKY) as srv:
+        fresh = subprocess.run(cmd(tmp_path / "fresh", srv.url), env=env, cwd=REPO_ROOT, capture_output=True,
+                               text=True, timeout=600)
+        assert fresh.returncode == 0, fresh.stderr[-2000:]
+        killed = tmp_path / "killed"
+        proc = subprocess.Popen(cmd(killed, srv.url), env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        while proc.poll() is None:  # the kill point is progress (the first committed page), not a time
+            cps, _done = _db_progress(killed)
+            if cps >= 1:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.002)
+        proc.wait(timeout=600)
+        assert proc.returncode == -signal.SIGKILL, "the crawl ended before its first page was committed"
+        resumed = subprocess.run(cmd(killed, srv.url), env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+                                 timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert _export(killed) == _export(tmp_path / "fresh")
+    assert _points(resumed) <= 1.2 * _points(fresh), (_points(resumed), _points(fresh))
