@@ -1,4 +1,4 @@
-"""Merge the collectors' part files into the corpus's frozen parts, split by repository.
+"""Merge labeled part files (one per collection batch) into the corpus's frozen parts, split by repository.
 
     python3 scripts/merge_real_parts.py threads extract/data/real/parts extract/data/real
     python3 scripts/merge_real_parts.py answers eval_diagnosis/data/answers_real/parts eval_diagnosis/data/answers_real

@@ -420,7 +420,9 @@ def test_a_mine_killed_early_resumes_for_what_is_left(tmp_path: Path, wide_corpu
         return [sys.executable, "-m", "reprodiag", "-q", "-w", str(ws), "mine", "--api-url", url, "--include-prs",
                 "--concurrency", "4", *[a for r in repos for a in ("--repos", r)]]
 
-    with FakeGitHubThread(wide_corpus.threads, wide_corpus.repos_meta, tokens=TOKENS, faults=FLAKY) as srv:
+    # each answer takes 150 ms (GitHub takes longer), so the crawl is still running when its first page lands
+    with FakeGitHubThread(wide_corpus.threads, wide_corpus.repos_meta, tokens=TOKENS, faults=FLAKY,
+                          latency_ms=150) as srv:
         fresh = subprocess.run(cmd(tmp_path / "fresh", srv.url), env=env, cwd=REPO_ROOT, capture_output=True,
                                text=True, timeout=600)
         assert fresh.returncode == 0, fresh.stderr[-2000:]

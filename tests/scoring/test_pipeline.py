@@ -295,29 +295,38 @@ def test_result_does_not_depend_on_the_batch_size(make_record: Callable[..., Rec
 
 
 def test_a_killed_run_resumes_from_its_finished_batches(make_record: Callable[..., Record], tmp_path: Path) -> None:
+    """The run reads its input from a pipe that holds only the first 350 records: it commits three batches
+    and waits for more, so the kill lands after them whatever the machine's speed (no timing involved)."""
     import sqlite3
 
     recs = _many(make_record, 1500)
+    lines = [r.model_dump_json() + "\n" for r in recs]
     src, out, clean = tmp_path / "r.jsonl", tmp_path / "s.jsonl", tmp_path / "clean.jsonl"
-    src.write_text("".join(r.model_dump_json() + "\n" for r in recs))
+    src.write_text("".join(lines))
     run_score(None, input=src, output=clean, batch_size=100)
+    fifo = tmp_path / "r.pipe"
+    os.mkfifo(fifo)
     stage = tmp_path / ".s.jsonl.score-stage.sqlite"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPRODIAG_")}
-    cmd = [sys.executable, "-m", "reprodiag", "-q", "score", "--input", str(src), "--output", str(out),
+    cmd = [sys.executable, "-m", "reprodiag", "-q", "score", "--input", str(fifo), "--output", str(out),
            "--batch-size", "100"]
     proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline, stored = time.monotonic() + 120, 0
-    while proc.poll() is None and time.monotonic() < deadline and stored < 3:
-        try:
-            with sqlite3.connect(f"file:{stage}?mode=ro", uri=True, timeout=0.1) as c:
-                stored = c.execute("SELECT count(*) FROM score_batches").fetchone()[0]
-        except sqlite3.Error:
-            pass
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL and stored >= 3, "the run ended before it could be killed"
+    stored = 0
+    with fifo.open("w") as pipe:  # opened once the child opens its end
+        pipe.write("".join(lines[:350]))
+        pipe.flush()
+        patience = time.monotonic() + 300  # only a hang reaches it
+        while proc.poll() is None and stored < 3 and time.monotonic() < patience:
+            try:
+                with sqlite3.connect(f"file:{stage}?mode=ro", uri=True, timeout=1) as c:
+                    stored = c.execute("SELECT count(*) FROM score_batches").fetchone()[0]
+            except sqlite3.Error:
+                pass
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)  # the pipe is still open: the run cannot have finished
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL and stored >= 3
     assert not out.exists() and stage.exists()
     rep = run_score(None, input=src, output=out, batch_size=100)
     assert out.read_text() == clean.read_text()
