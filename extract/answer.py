@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from extract.evidence import ThreadIndex, check_evidence
+from extract.evidence import ThreadIndex, check_evidence, supported
 from extract.threadinfo import environment, thread_stats
 from extract.threadtext import has_code
 from reprodiag.schema import (
@@ -144,13 +144,24 @@ def to_record(thread: Thread, answer: LLMAnswer, *, backend: str, model: str | N
 
     pv = keep("symptom.paper_value", answer.paper_value)
     ov = keep("symptom.obtained_value", answer.obtained_value)
+    index = ThreadIndex.of(thread)
+
+    def grounded(text: str | None) -> str | None:
+        """A paraphrase the reader wrote without a quote of its own is kept when it stands on the thread."""
+        return text if text and text.strip() and supported(text, index) else None
+
     chain = []
     for i, h in enumerate(answer.hypotheses):
         if f"hypothesis_chain.{i}" in bad:
             continue
-        chain.append(Hypothesis(text=h.text, comment_id=h.comment_id, outcome=h.outcome))
+        chain.append(Hypothesis(text=h.text, comment_id=h.comment_id, outcome=h.outcome,
+                                basis=grounded(h.basis) if h.outcome != "untested" else None))
     root = keep("root_cause", answer.root_cause)
     resolved = answer.is_resolved and root is not None
+    verification = keep("verification", answer.verification) if resolved else None
+    if verification is not None and "verification" not in good:
+        verification = grounded(verification)
+    opened = [q for q in answer.open_questions if grounded(q)] if not resolved else []
     rtype = "resolved" if resolved else ("unresolved_valuable" if answer.diagnostic_depth >= 2 else "unresolved")
     return Record(
         thread_id=thread.id,
@@ -175,5 +186,7 @@ def to_record(thread: Thread, answer: LLMAnswer, *, backend: str, model: str | N
         environment=keep("environment", answer.environment),
         paper=keep("paper", answer.paper),
         tried=keep("tried", answer.tried),
+        verification=verification,
+        open_questions=opened,
         stats=thread_stats(thread),
     )

@@ -12,9 +12,13 @@ the wrong thing. Per dataset and split:
   known (``participants``: thread id → logins, given by ``build`` and by ``audit`` on a workspace), the
   logins of the row's thread participants;
 * fragments: answer lines that are questions or end on ":" (an answer should be complete sentences);
-* DPO shortcuts: a cross-validated logistic classifier on surface features only (length, lines, bullets,
-  section markers, question marks) told which of a pair is the chosen answer (0.5 = no shortcut), the
+* DPO shortcuts: a cross-validated logistic classifier on surface features only (length, lines, sentences,
+  bullets, colons, question marks) told which of a pair is the chosen answer (0.5 = no shortcut), the
   chosen / rejected median length ratio, and how often one rejected text repeats;
+* boilerplate in the answers (SFT assistant turns, DPO chosen answers, over all splits): the share of rows
+  holding the sentence most rows share (a sentence in a single row is no boilerplate), the share of rows
+  holding any sentence found in at least 5% of the rows, and the answers' length distribution (characters);
+  a phrase every row carries teaches the form, not the diagnosis;
 * eval items: the gold root cause is a declarative cause (not a question, greeting or instruction), and no
   eval repository is also a training repository;
 * counts per error type, tier, resolution type and verified.
@@ -39,7 +43,9 @@ LEAK_THRESHOLD = 0.6
 NEAR_DUP_JACCARD = 0.9
 LIMITS = {"leak_rows": 0, "pii_rows": 0, "shortcut_accuracy": 0.65, "length_ratio_low": 0.8,
           "length_ratio_high": 1.25, "rejected_max_repeats": 2, "non_declarative_gold": 0, "repo_overlap": 0,
-          "fragment_lines": 0}
+          "fragment_lines": 0, "common_sentence_share": 0.05}
+#: A sentence found in at least this share of a dataset's answers counts as common (boilerplate).
+COMMON_SENTENCE_ROWS = 0.05
 _CAUSE_LINE = re.compile(r"^(?:Root cause|Most likely cause[^:\n]*):\s*(.+)$", re.M)
 
 _WORD = re.compile(r"[a-z][a-z0-9_.-]{3,}")
@@ -127,9 +133,52 @@ def declarative(cause: str) -> bool:
 
 def _surface(text: str) -> list[float]:
     lines = text.splitlines()
-    return [len(text) / 1000.0, len(lines) / 10.0, sum(ln.lstrip().startswith(("-", "*")) for ln in lines) / 5.0,
-            float("Fix:" in text), float("Checked and confirmed" in text), float("Worth checking" in text),
-            text.count("?") / 3.0, float("Root cause:" in text)]
+    return [len(text) / 1000.0, len(lines) / 10.0, len(answer_sentences(text)) / 10.0,
+            sum(ln.lstrip().startswith(("-", "*")) for ln in lines) / 5.0, text.count(":") / 5.0,
+            text.count("?") / 3.0]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+def answer_sentences(text: str) -> list[str]:
+    """The sentences of an answer, normalised (lower case, single spaces), each once."""
+    out: list[str] = []
+    for part in _SENTENCE_END.split(text or ""):
+        t = " ".join(part.lower().split())
+        if len(t) >= 3 and t not in out:
+            out.append(t)
+    return out
+
+
+class Boilerplate:
+    """Sentence counts over the answers of one dataset (fed split by split), and their lengths."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.sentences: Counter[str] = Counter()
+        self.lengths: list[int] = []
+
+    def add(self, answers: list[str]) -> None:
+        for a in answers:
+            self.rows += 1
+            self.sentences.update(answer_sentences(a))
+            self.lengths.append(len(a))
+
+    def figures(self) -> dict[str, Any]:
+        """``most_common_share`` (rows holding the sentence most rows share; 0 when no sentence is in two
+        rows), ``most_common`` (that sentence), ``common_rows_share`` (rows holding a sentence found in >= 5% of
+        the rows, and in three rows at least), and the length distribution in characters."""
+        n = max(self.rows, 1)
+        top, count = self.sentences.most_common(1)[0] if self.sentences else ("", 0)
+        floor = max(3, int(np.ceil(COMMON_SENTENCE_ROWS * n)))  # two rows sharing a sentence can be chance
+        common = {t for t, c in self.sentences.items() if c >= floor}
+        return {"rows": self.rows, "most_common_share": round(count / n, 4) if count >= 2 else 0.0,
+                "most_common": top if count >= 2 else "", "common_sentences": len(common),
+                "common_rows_share": None, "_common": common,
+                "length": {k: int(np.percentile(self.lengths, q)) for k, q in
+                           (("min", 0), ("p10", 10), ("median", 50), ("p90", 90), ("max", 100))}
+                if self.lengths else {}}
 
 
 def shortcut_accuracy(chosen: list[str], rejected: list[str], *, seed: int = 0, folds: int = 5) -> float | None:
@@ -187,6 +236,8 @@ def audit(root: Path, participants: dict[str, list[str]] | None = None) -> dict[
     if not any(found.values()):
         raise UserError(f"{root} holds no sft/, dpo/ or eval/ Parquet splits (run `reprodiag build` first)")
     report: dict[str, Any] = {"datasets": {}, "checks": {}}
+    plates = {"sft": Boilerplate(), "dpo": Boilerplate()}
+    kept_answers: dict[str, list[str]] = {"sft": [], "dpo": []}
     train_repos: set[str] = set()
     leak_rows = pii_rows = 0
     eval_repos: set[str] = set()
@@ -219,6 +270,9 @@ def audit(root: Path, participants: dict[str, list[str]] | None = None) -> dict[
                                 for t, p, a, x in zip(tid, prompts, answers, texts or [""] * len(rows), strict=True))
                    if k]
             frags = sum(fragment_lines(a) for a in answers) if name != "eval" else 0
+            if name in plates:
+                plates[name].add(answers)
+                kept_answers[name] += [" \n ".join(answer_sentences(a)) for a in answers]
             leak_rows += len(leaks)
             pii_rows += len(pii)
             block: dict[str, Any] = {
@@ -261,6 +315,15 @@ def audit(root: Path, participants: dict[str, list[str]] | None = None) -> dict[
         "near_duplicate_answers": sum(b["near_duplicate_answers"] for b in report["datasets"].values()),
         "participants_checked": participants is not None,
     }
+    report["answers"] = {}
+    for name, plate in plates.items():
+        f = plate.figures()
+        common = f.pop("_common")
+        holding = sum(any(t in common for t in a.split(" \n ")) for a in kept_answers[name])
+        f["common_rows_share"] = round(holding / max(f["rows"], 1), 4)
+        report["answers"][name] = f
+    checks["common_sentence_share"] = max((report["answers"][n]["most_common_share"] for n in plates), default=0.0)
+    checks["common_rows_share"] = max((report["answers"][n]["common_rows_share"] for n in plates), default=0.0)
     failed = []
     for k in ("leak_rows", "pii_rows", "non_declarative_gold", "repo_overlap", "fragment_lines"):
         if checks[k] > LIMITS[k]:
@@ -272,6 +335,8 @@ def audit(root: Path, participants: dict[str, list[str]] | None = None) -> dict[
         failed.append("length_ratio")
     if checks["rejected_max_repeats"] > LIMITS["rejected_max_repeats"]:
         failed.append("rejected_repeats")
+    if max(checks["common_sentence_share"], checks["common_rows_share"]) > LIMITS["common_sentence_share"]:
+        failed.append("common_sentences")
     report["checks"] = checks
     report["failed"] = failed
     return report
@@ -306,7 +371,20 @@ def audit_summary_lines(rep: dict[str, Any]) -> list[str]:
         f"eval repositories also in training: {c['repo_overlap']} ({mark('repo_overlap')})",
         f"answer lines that are questions or fragments: {c['fragment_lines']} ({mark('fragment_lines')})",
         f"near-duplicate prompts / answers: {c['near_duplicate_prompts']} / {c['near_duplicate_answers']}",
+        *(_plate_line(name, a) for name, a in rep.get("answers", {}).items() if a["rows"]),
+        f"boilerplate: rows holding a sentence found in >= {COMMON_SENTENCE_ROWS:.0%} of the answers, most over "
+        f"SFT and DPO chosen (limit {LIMITS['common_sentence_share']:.0%}): "
+        f"{c.get('common_rows_share', 0.0):.1%} ({mark('common_sentences')})",
     ]
+
+
+def _plate_line(name: str, a: dict[str, Any]) -> str:
+    what = "SFT answers" if name == "sft" else "DPO chosen answers"
+    ln = a.get("length") or {}
+    top = f' ("{a["most_common"][:80]}")' if a.get("most_common") else ""
+    return (f"{what}: the most shared sentence is in {a['most_common_share']:.1%} of them{top}; "
+            f"{a['common_rows_share']:.1%} hold a sentence found in >= {COMMON_SENTENCE_ROWS:.0%} of them; length "
+            f"{ln.get('p10', 0)}–{ln.get('median', 0)}–{ln.get('p90', 0)} characters (p10–median–p90)")
 
 
 def thread_logins(thread: Any) -> list[str]:

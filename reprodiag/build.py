@@ -254,19 +254,7 @@ def user_message(src: RowSource, paper_titles: dict[str, str], question: str = S
     return "\n".join(lines)
 
 
-#: One-line gloss of each error type, opening every diagnosis.
-TYPE_GLOSS: dict[str, str] = {
-    "hyperparameter": "a training hyperparameter (learning rate, warmup, schedule, batch-size scaling, epochs)",
-    "data": "the data (dataset version or split, preprocessing, normalization, tokenization of inputs)",
-    "evaluation_protocol": "the evaluation protocol (metric implementation or version, decoding, test-time "
-                           "settings, post-processing)",
-    "framework_version": "a framework or library version (a changed default or behaviour)",
-    "seed_hardware": "seeds or hardware (run-to-run variance, multi-GPU nondeterminism, precision, GPU type)",
-    "other": "a cause outside the five usual categories",
-}
-
-
-#: The same categories without the examples (DPO answers: the category is content, its gloss is not).
+#: Each error type named briefly (the rejected side of a DPO pair may point at another type's cause).
 TYPE_NAME: dict[str, str] = {
     "hyperparameter": "a training hyperparameter", "data": "the data",
     "evaluation_protocol": "the evaluation protocol", "framework_version": "a framework or library version",
@@ -282,7 +270,11 @@ def _same(a: str, b: str) -> bool:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """A diagnosis as an assistant turn renders it; every text a complete sentence (see ``rowtext``)."""
+    """A diagnosis as an assistant turn renders it; every text a complete sentence (see ``rowtext``).
+
+    ``gap``: the measured gap in this thread's numbers (None without a number); ``bases``: (hypothesis, what
+    ruled it in or out) for the hypotheses whose basis the reader gave; ``verification``: how the thread
+    verified the cause; ``open_questions``: what is still open (threads that are not resolved)."""
 
     error_type: str
     refuted: tuple[str, ...]
@@ -291,9 +283,12 @@ class Diagnosis:
     cause: str | None
     resolved: bool
     fix: str | None
-    verify: str
+    gap: str | None
     #: Refuted hypotheses that were stated as claims (not asked as questions): candidates for a rejected cause.
     claims: tuple[str, ...] = ()
+    bases: tuple[tuple[str, str], ...] = ()
+    verification: str | None = None
+    open_questions: tuple[str, ...] = ()
 
 
 def _clean(text: str | None, *, questions: bool = True) -> str | None:
@@ -301,18 +296,23 @@ def _clean(text: str | None, *, questions: bool = True) -> str | None:
                        questions=questions)
 
 
-def _verify_line(s: Symptom) -> str:
-    if s.metric and s.paper_value is not None:
-        return (f"How to verify: change one thing at a time and rerun; {s.metric} should move to within the usual "
-                f"run-to-run spread of the paper's {_num(s.paper_value)}"
-                + (f" (now {_num(s.obtained_value)})." if s.obtained_value is not None else "."))
-    return "How to verify: change one thing at a time against the paper's exact setup and rerun."
+def gap_sentence(s: Symptom) -> str | None:
+    """The gap as measured, in the thread's own numbers (None unless the asker gave both: one number alone
+    restates the prompt, and threads about the same paper would share the sentence)."""
+    if s.paper_value is None or s.obtained_value is None:
+        return None
+    metric = s.metric or "the metric"
+    d = s.obtained_value - s.paper_value
+    text = (f"{metric} came out at {_num(s.obtained_value)} against the paper's {_num(s.paper_value)}, "
+            f"{abs(d):.3g} {'below' if d < 0 else 'above'} it.")
+    return text if len(text) > 1 and text[1].isupper() else text[:1].upper() + text[1:]  # "mAP" stays
 
 
 def diagnosis_of(src: RowSource) -> Diagnosis | None:
     """The record's reasoning as complete sentences (None when nothing is left to teach): hypotheses
-    grouped by outcome (duplicates and those restating the cause or fix dropped), the cause, the fix (left out
-    when it only restates the cause)."""
+    grouped by outcome with what ruled them in or out (duplicates and those restating the cause or fix
+    dropped), the cause, how the thread verified it, the fix (left out when it only restates the cause), and
+    for unresolved threads what is still open."""
     from reprodiag.audit import declarative
 
     r = src.record
@@ -324,6 +324,7 @@ def diagnosis_of(src: RowSource) -> Diagnosis | None:
         fix = None
     groups: dict[str, list[str]] = {"refuted": [], "confirmed": [], "untested": []}
     claims: list[str] = []
+    bases: list[tuple[str, str]] = []
     seen: list[str] = [t for t in (cause, fix) if t]
     for h in r.hypothesis_chain:
         t = _clean(h.text)
@@ -333,34 +334,78 @@ def diagnosis_of(src: RowSource) -> Diagnosis | None:
         groups.get(h.outcome, groups["untested"]).append(t)
         if h.outcome == "refuted" and _clean(h.text, questions=False) == t:
             claims.append(t)
+        basis = _clean(h.basis) if h.outcome != "untested" else None
+        if basis and not _same(basis, t):
+            bases.append((t, basis))
     if cause is None and not any(groups.values()):
         return None
+    resolved = r.resolution_type == "resolved" or r.is_resolved
+    verification = _clean(r.verification) if resolved else None
+    if verification and any(_same(verification, x) for x in (cause, fix) if x):
+        verification = None
+    opened = tuple(q for q in (_clean(x) for x in r.open_questions) if q) if not resolved else ()
     return Diagnosis(error_type=r.error_type, refuted=tuple(groups["refuted"]),
                      confirmed=tuple(groups["confirmed"]), untested=tuple(groups["untested"]), cause=cause,
-                     resolved=r.resolution_type == "resolved" or r.is_resolved, fix=fix,
-                     verify=_verify_line(src.shown), claims=tuple(claims))
+                     resolved=resolved, fix=fix, gap=gap_sentence(src.shown), claims=tuple(claims),
+                     bases=tuple(bases), verification=verification, open_questions=opened)
+
+
+def _clause(sentence: str) -> str:
+    """A sentence as the start of a longer one: without its final stop."""
+    return sentence.rstrip().rstrip(".!")
+
+
+def _lower_first(sentence: str) -> str:
+    """The first letter lowered unless it starts an acronym or a name-like token ("PyTorch", "BLEU")."""
+    w = sentence.split(" ", 1)[0]
+    return sentence if len(w) > 1 and (w[1:] != w[1:].lower() or not w[0].isupper()) else w[:1].lower() + sentence[1:]
+
+
+#: How each outcome is said after the hypothesis (a few wordings, picked by the hypothesis's text, so no
+#: single phrase runs through every answer).
+_VERDICT = {
+    "refuted": ("this was ruled out", "this did not hold", "this turned out not to be it"),
+    "confirmed": ("this held up", "this was confirmed", "this turned out to be right"),
+    "untested": ("nobody tested this", "this was not checked", "this stayed untested"),
+}
+
+
+def _verdict(outcome: str, text: str) -> str:
+    options = _VERDICT[outcome]
+    return options[int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % len(options)]
 
 
 def render(d: Diagnosis, *, with_fix: bool = True, short: bool = False) -> str:
-    """Order: the category (``short``: its name without the examples), the hypotheses (ruled out,
-    confirmed, still open), the cause (stated as unconfirmed when the thread did not confirm it), the fix,
-    and how to verify it against the paper."""
-    names = TYPE_NAME if short else TYPE_GLOSS
-    parts: list[str] = [f"This looks like a problem with {names.get(d.error_type, names['other'])}."]
-    for title, group in (("Ruled out", d.refuted), ("Checked and confirmed", d.confirmed),
-                         ("Worth checking", d.untested)):
-        if group:
-            parts += ["", f"{title}:"] + [f"- {t}" for t in group]
+    """The diagnosis written as an expert reasons, in short paragraphs of complete sentences: the gap as
+    measured; each hypothesis with what ruled it in or out; the cause (said to be unconfirmed when the thread
+    did not confirm it); how the thread verified it; the fix; for threads that are not resolved, what is still
+    open. ``short`` (DPO answers): the gap, the hypotheses without their bases and the cause, nothing else, so
+    both sides of a pair are written alike. Every sentence carries this thread's content: there is no fixed
+    sentence to repeat across rows, and a record that knows less gives a shorter answer."""
+    basis = dict(d.bases) if not short else {}
+    paras: list[str] = []
+    if d.gap:
+        paras.append(d.gap)
+    hyps = []
+    for outcome, group in (("refuted", d.refuted), ("confirmed", d.confirmed), ("untested", d.untested)):
+        for t in group:
+            b = basis.get(t)
+            hyps.append(f"{_clause(t)}; {_verdict(outcome, t)}" + (f": {_lower_first(_clause(b))}." if b else "."))
+    if hyps:
+        paras.append(" ".join(hyps))
+    tail: list[str] = []
     if d.cause:
-        label = "Root cause" if d.resolved else "Most likely cause (not confirmed in the thread)"
-        parts += ["", f"{label}: {d.cause}"]
-        if with_fix and d.fix:
-            parts.append(f"Fix: {d.fix}")
-    else:
-        parts += ["", "The evidence does not explain the gap yet" + ("; the directions above are still open."
-                                                                     if d.untested or d.confirmed else ".")]
-    parts += ["", d.verify]
-    return "\n".join(parts).strip()
+        tail.append(f"Root cause: {d.cause}" if d.resolved else
+                    f"Most likely cause, not confirmed in the thread: {d.cause}")
+        if not short and d.verification:
+            tail.append(f"Verified: {d.verification}")
+        if with_fix and not short and d.fix:
+            tail.append(f"Fix: {d.fix}")
+    if not short and d.open_questions:
+        tail.append("Still open: " + "; ".join(_clause(q) for q in d.open_questions) + ".")
+    if tail:
+        paras.append("\n".join(tail))
+    return "\n\n".join(paras).strip()
 
 
 def diagnosis_text(src: RowSource) -> str | None:
@@ -802,5 +847,5 @@ def _hypothesis_type(text: str, default: str) -> str:
     """The error type a hypothesis points at (the cue scores of the rules), else ``default``."""
     from extract.causetype import cause_scores
 
-    scores = {t: v for t, v in cause_scores(text.lower()).items() if v > 0 and t in TYPE_GLOSS}
+    scores = {t: v for t, v in cause_scores(text.lower()).items() if v > 0 and t in TYPE_NAME}
     return max(sorted(scores), key=lambda t: scores[t]) if scores else default

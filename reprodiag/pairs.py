@@ -5,7 +5,7 @@ refuted claim presented as the cause and the true cause listed as ruled out in i
 same sentences, near-identical length). For a thread without one, it is the confirmed diagnosis of
 *another thread* of a different error type: the one that can fill the chosen answer's hypothesis sections
 and, cut to their counts, comes closest in length, preferably reporting the same metric (a similar task);
-its verify line is rewritten for this thread's symptom. One cause text serves at most
+its gap sentence is this thread's. One cause text serves at most
 :data:`MAX_DONOR_USES` pairs, and donors come from training records only (never from eval repositories)
 and never from the same repository. Nothing here is a template.
 """
@@ -29,7 +29,7 @@ class _Diag(Protocol):
     untested: tuple[str, ...]
     cause: str | None
     resolved: bool
-    verify: str
+    gap: str | None
 
 
 @dataclass(frozen=True)
@@ -129,8 +129,8 @@ def choose_donors(needs: list[Candidate], pool: list[Candidate], *, seed: int,
 
 def donor_pair(donor: Candidate, chosen: _Diag) -> tuple[_Diag, _Diag]:
     """(chosen, rejected) for a donor pair: both cut to the sections' common counts (so the two answers show
-    the same sections with the same number of bullets), the rejected one with this thread's verify line and
+    the same sections with the same number of hypotheses), the rejected one with this thread's gap sentence and
     the chosen answer's resolved flag (so the cause label reads the same)."""
-    rejected = replace(_fit(donor.diagnosis, chosen), verify=chosen.verify,  # type: ignore[type-var]
+    rejected = replace(_fit(donor.diagnosis, chosen), gap=chosen.gap,  # type: ignore[type-var]
                        resolved=chosen.resolved, claims=())
     return _fit(chosen, rejected), rejected

@@ -182,6 +182,8 @@ class Hypothesis(_Model):
     text: str
     comment_id: str | None = None
     outcome: Outcome = "untested"
+    #: What in the thread ruled it in or out, in the thread's terms (LLM readers; None when untested or unknown).
+    basis: str | None = None
 
 
 class Evidence(_Model):
@@ -389,6 +391,11 @@ class Record(_Model):
     environment: str | None = None
     paper: str | None = None
     tried: str | None = None
+    #: How the thread verified the cause (a rerun with the fix and its number, a check of the logs); None
+    #: unless it did. LLM readers only.
+    verification: str | None = None
+    #: For threads that are not resolved: what is still open and what the thread suggests checking next.
+    open_questions: list[str] = Field(default_factory=list)
     stats: ThreadStats = Field(default_factory=ThreadStats)
     duplicate_of: str | None = None
     split: str | None = None

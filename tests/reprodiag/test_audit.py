@@ -153,3 +153,24 @@ def test_demo_datasets_pass_the_strict_audit(demo_workspace: Path, cli) -> None:
     checks = json.loads(proc.stdout)["checks"]
     assert checks["shortcut_accuracy"] <= 0.65 and 0.8 <= checks["length_ratio_median"] <= 1.25
     assert checks["leak_rows"] == checks["pii_rows"] == checks["non_declarative_gold"] == 0
+
+
+def test_a_sentence_every_answer_carries_fails_the_boilerplate_check(tmp_path: Path) -> None:
+    from reprodiag.audit import answer_sentences
+
+    _clean(tmp_path)
+    rep = audit(tmp_path)
+    assert rep["answers"]["sft"]["most_common_share"] == 0.0 and rep["checks"]["common_rows_share"] == 0.0
+    rows = [{"messages": [SYS, _msg("user", f"BLEU {20 + i}.1 vs 27.6"),
+                          _msg("assistant", f"The cause is the tokenizer of run {i}. How to verify: change one thing "
+                                            "at a time and rerun.")],
+             "thread_id": f"o/b{i}#1", "repo": f"o/b{i}", "error_type": "data", "tier": "current",
+             "resolution_type": "resolved", "verified": False} for i in range(20)]
+    _write(tmp_path, "sft", "validation", rows)
+    rep = audit(tmp_path)
+    a = rep["answers"]["sft"]
+    assert a["most_common"] == "how to verify: change one thing at a time and rerun."
+    assert a["most_common_share"] == round(20 / 32, 4) and a["common_rows_share"] == round(20 / 32, 4)
+    assert "common_sentences" in rep["failed"]
+    assert any("most shared sentence is in 62.5%" in ln for ln in audit_summary_lines(rep))
+    assert answer_sentences("One. Two!\nOne.") == ["one.", "two!"]

@@ -226,15 +226,20 @@ def test_empty_workspace_builds_empty_datasets(store: Store, tmp_path: Path) -> 
 def _diag_record(resolution_type: str):  # noqa: ANN202
     from reprodiag.schema import Hypothesis, Record, Symptom
 
+    resolved = resolution_type == "resolved"
     return Record(
         thread_id="o/r#1", repo="o/r", error_type="evaluation_protocol", resolution_type=resolution_type,
-        is_resolved=resolution_type == "resolved",
+        is_resolved=resolved,
         symptom=Symptom(metric="BLEU", paper_value=32.7, obtained_value=28.4, gap=-4.3),
-        hypothesis_chain=[Hypothesis(text="Maybe the learning rate is too low?", outcome="refuted"),
-                          Hypothesis(text="Did you use detokenized sacreBLEU?", outcome="confirmed"),
+        hypothesis_chain=[Hypothesis(text="Maybe the learning rate is too low?", outcome="refuted",
+                                     basis="Doubling the learning rate left BLEU at 28.5."),
+                          Hypothesis(text="Did you use detokenized sacreBLEU?", outcome="confirmed",
+                                     basis="Scoring the same output with multi-bleu.perl gave 32.5."),
                           Hypothesis(text="Check the beam size.", outcome="untested")],
         root_cause="The paper reports tokenized BLEU from multi-bleu.perl.",
-        resolution="Score with multi-bleu.perl on tokenized output.")
+        resolution="Score with multi-bleu.perl on tokenized output.",
+        verification="The asker rescored with multi-bleu.perl and got 32.5." if resolved else None,
+        open_questions=[] if resolved else ["Whether the beam size of 4 matches the paper's."])
 
 
 def test_diagnosis_text_orders_reasoning_and_hedges_unconfirmed_causes():
@@ -243,14 +248,19 @@ def test_diagnosis_text_orders_reasoning_and_hedges_unconfirmed_causes():
 
     src = _src(_diag_record("resolved"))
     text = diagnosis_text(src)
-    order = [text.index(k) for k in ("evaluation protocol", "Ruled out:", "Checked and confirmed:",
-                                     "Worth checking:", "Root cause:", "Fix:", "How to verify")]
+    # an expert's order: the gap as measured, the hypotheses with what ruled them in or out, the cause, how it
+    # was verified, the fix
+    order = [text.index(k) for k in ("BLEU came out at 28.4 against the paper's 32.7, 4.3 below it.",
+                                     "It may be that the learning rate is too low", "doubling the learning rate",
+                                     "It was asked whether you used detokenized sacreBLEU", "gave 32.5",
+                                     "Check the beam size", "Root cause: The paper reports tokenized BLEU",
+                                     "Verified: The asker rescored", "Fix: Score with multi-bleu.perl")]
     assert order == sorted(order)
-    assert "32.7" in text and "28.4" in text
-    assert "- It may be that the learning rate is too low." in text  # questions become statements
-    assert "- It was asked whether you used detokenized sacreBLEU." in text
+    assert "- " not in text and "How to verify" not in text and "This looks like" not in text  # prose, no form
     hedged = diagnosis_text(_src(_diag_record("unresolved_valuable")))
-    assert "Most likely cause (not confirmed in the thread):" in hedged and "Root cause:" not in hedged
+    assert "Most likely cause, not confirmed in the thread: The paper reports" in hedged
+    assert "Root cause:" not in hedged and "Verified:" not in hedged
+    assert "Still open: Whether the beam size of 4 matches the paper's." in hedged
     d = diagnosis_of(src)
     assert d is not None and not d.claims  # the refuted hypothesis was a question: not swappable
     claimed = _diag_record("resolved").model_copy(update={"hypothesis_chain": [
@@ -259,8 +269,18 @@ def test_diagnosis_text_orders_reasoning_and_hedges_unconfirmed_causes():
     sw = swapped(d)
     assert sw is not None and sw.cause == "The learning rate is too low for 4 GPUs."
     assert sw.refuted == ("The paper reports tokenized BLEU from multi-bleu.perl.",)
-    rej, cho = render(sw, with_fix=False), render(d, with_fix=False)
+    rej, cho = render(sw, with_fix=False, short=True), render(d, with_fix=False, short=True)
     assert 0.8 <= len(cho) / len(rej) <= 1.25 and rej != cho
+    assert cho.count("\n") == rej.count("\n")  # the same shape: the pair differs in the diagnosis
+
+
+def test_an_offline_record_says_less_rather_than_pad():
+    from reprodiag.build import diagnosis_text
+    from reprodiag.schema import Record, Symptom
+
+    bare = Record(thread_id="o/r#2", repo="o/r", error_type="data", resolution_type="resolved", is_resolved=True,
+                  symptom=Symptom(metric=None), root_cause="The validation split was used instead of test.")
+    assert diagnosis_text(_src(bare)) == "Root cause: The validation split was used instead of test."
 
 
 def _offline_workspace(root: Path, llm_repos: int = 0) -> Path:

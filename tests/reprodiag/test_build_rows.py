@@ -51,8 +51,14 @@ def _cause(etype: str, k: int) -> str:
     return CAUSES[etype][0].replace(".", DETAIL[(k * 7) % 5] + ".", 1).replace("{n}", str(k))
 
 
-def _thread(repo: str, n: int, etype: str, month: int, k: int) -> Thread:
+def _values(etype: str, k: int) -> tuple[str, float, float]:
+    """(metric, paper value, obtained value): each thread reports its own numbers, as real ones do."""
     _c, metric, paper, got = CAUSES[etype]
+    return metric, paper, round(got + (k % 23) * 0.1 - 1.1, 1)
+
+
+def _thread(repo: str, n: int, etype: str, month: int, k: int) -> Thread:
+    metric, paper, got = _values(etype, k)
     cause = _cause(etype, k)
     body = (f"<!-- Please fill in the template -->\nHi Li Wei,\n\nI get {metric} {got} on the val set but the paper "
             f"reports {paper}. I used the default config. ![plot](https://x/y.png)\n\nBest regards,\nAnna")
@@ -69,9 +75,9 @@ def _thread(repo: str, n: int, etype: str, month: int, k: int) -> Thread:
 
 
 def _record(t: Thread, etype: str, i: int, k: int) -> Record:
-    _c, metric, paper, got = CAUSES[etype]
+    metric, paper, got = _values(etype, k)
     cause = _cause(etype, k)
-    hyps = [Hypothesis(text="Could be seed variance?", comment_id="c1", outcome="untested"),
+    hyps = [Hypothesis(text=f"Could be seed variance across the {k + 2} runs?", comment_id="c1", outcome="untested"),
             Hypothesis(text="- That adds ~15% more training data.", comment_id="c1", outcome="confirmed")]
     if i % 2:
         hyps.insert(0, Hypothesis(text=f"The warmup of {k}00 steps is too short{DETAIL[(k * 3) % 5]}.".replace(
@@ -162,10 +168,9 @@ def test_answers_are_complete_sentences(built: Path) -> None:
     for r in _rows(built, "sft"):
         a = r["messages"][2]["content"]
         assert "?" not in a and "That adds" not in a and "Hi " not in a
-        assert "It could be seed variance." in a
+        assert "It could be seed variance across the " in a  # the question became a statement
         for ln in a.splitlines():
-            if ln.startswith("- "):
-                assert ln.endswith((".", "`", ")")), ln
+            assert not ln.strip() or ln.rstrip().endswith((".", "`", ")")), ln
 
 
 def test_eval_golds_are_declarative_and_questions_are_counted(built: Path) -> None:
@@ -188,12 +193,15 @@ def test_dpo_rejected_answers_are_real_content_without_shortcuts(built: Path) ->
         c, x = p["chosen"][0]["content"], p["rejected"][0]["content"]
         assert "Fix:" not in c and "Fix:" not in x
         if p["rejected_source"] == "refuted_hypothesis":  # the swap: the refuted claim stated as the cause
-            assert "Root cause: The warmup of" in x and "Ruled out:\n- The warmup of" in c
+            assert "Root cause: The warmup of" in x and "The warmup of" in c.split("Root cause:")[0]
             if "Root cause:" in c:  # ... and the true cause ruled out in its place
-                assert c.split("Root cause: ")[1].splitlines()[0] in x.split("Ruled out:")[1]
-        else:  # another thread's cause of another type, adapted: the verify line is this thread's
-            assert x.splitlines()[-1] == c.splitlines()[-1]
-            assert x.splitlines()[0] != c.splitlines()[0]
+                true = c.split("Root cause: ")[1].splitlines()[0].rstrip(".")
+                assert true in x.split("Root cause:")[0]
+        else:  # another thread's cause of another type, adapted: the gap sentence (if any) is this thread's
+            if " came out at " in c.splitlines()[0]:
+                assert x.splitlines()[0] == c.splitlines()[0]
+            assert x.split("Root cause:")[-1] != c.split("Root cause:")[-1]
+        assert c.count("\n") == x.count("\n")  # the same shape
     audit = json.loads((built / "audit.json").read_text(encoding="utf-8"))
     assert audit["checks"]["shortcut_accuracy"] <= 0.65
     assert 0.8 <= audit["checks"]["length_ratio_median"] <= audit["checks"]["length_ratio_median_max"] <= 1.25

@@ -12,8 +12,10 @@ One deliberate change: the old scorer redacted detected framework versions as if
 (``{"cudnn": "[REDACTED_IP]"}`` for cuDNN 8.9.2.26); versions are now kept as versions. Golden values of
 that shape are compared as "a version string now", and the IP count is lowered by their number.
 
-One later addition: records carry ``relevance`` (the filter's probability, after ``grounded``); the seed
-records predate it, so it is null in every output and no record is gated by ``--min-relevance``.
+Later additions: records carry ``relevance`` (the filter's probability, after ``grounded``); the seed
+records predate it, so it is null in every output and no record is gated by ``--min-relevance``. Version 0.2.0
+added the LLM reader's reasoning: ``basis`` on each hypothesis, ``verification`` and ``open_questions`` (after
+``tried``); the seed records are rules extractions, so they hold the defaults (null, null, []).
 """
 
 from __future__ import annotations
@@ -49,6 +51,13 @@ def _normalize(gold: dict, new: dict) -> int:
         at = [k for k, _ in items].index("grounded") + 1
         gold.clear()
         gold.update(items[:at] + [("relevance", None)] + items[at:])
+    if "verification" not in gold:
+        items = list(gold.items())
+        at = [k for k, _ in items].index("tried") + 1
+        gold.clear()
+        gold.update(items[:at] + [("verification", None), ("open_questions", [])] + items[at:])
+    for h in gold.get("hypothesis_chain") or []:
+        h.setdefault("basis", None)
     gv, nv = gold["temporal_tag"]["framework_versions"], new["temporal_tag"]["framework_versions"]
     for k, v in gv.items():
         if isinstance(v, str) and v.startswith("[REDACTED_") and VERSION.match(nv.get(k, "")):
