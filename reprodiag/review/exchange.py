@@ -92,7 +92,7 @@ def run_export(store: Store, fmt: str, output: Path, *, include_offline: bool = 
     queues = Counter(it.queue for it in items)
     rep = StageReport(stage="review-export", counts={"items": len(items), "eval items": queues.get("eval", 0),
                                                      "sft rows": queues.get("sft", 0)},
-                      outputs={"items": str(output)})
+                      outputs={"file": str(output)})
     if fmt == "label-studio":
         rep.outputs["labeling config"] = str(CONFIG)
         rep.notes.append("Label Studio: create a project with the labeling config above, import the tasks file, "

@@ -192,3 +192,22 @@ def test_two_reviewers_are_kept_apart(tmp_path: Path) -> None:
     combined, _ = combine(cur, {it.item_id: it.digest for it in items})
     assert combined[item].reviewers == ("ana", "ben") and not combined[item].kept
     store.close()
+
+
+def test_hostile_record_fields_and_the_sft_sample_are_shown_as_text(tmp_path: Path) -> None:
+    ws = make_review_workspace(tmp_path)
+    store = Store(ws)
+    rec = next(r for r in store.iter_scored() if r.thread_id == "lab00/paper-00#2")
+    store.put_scored([rec.model_copy(update={"root_cause": f"The warmup was too short {HOSTILE}."})])
+    srv = ReviewServer(store, load_items(store, sample_sft=2), reviewer="tester")
+    srv.start()
+    try:
+        _, page, _ = _open(srv.url.replace("/?", "/item?id=lab00%2Fpaper-00%232&"))
+        assert "<script>window.__pwned" not in page and "<b id=injected>" not in page
+        assert page.count("&lt;/textarea&gt;&lt;b id=injected&gt;") >= 2  # the field and its edit box
+        status, page, _ = _open(srv.url.replace("/?", "/item?queue=sft&"))
+        assert status == 200 and "The SFT row's answer" in page and "SFT sample" in page
+        assert "0 of 2 reviewed" in page
+    finally:
+        srv.stop()
+        store.close()
