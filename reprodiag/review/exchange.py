@@ -11,9 +11,10 @@ Formats:
   fields (required for an edit), ``reviewer`` the name (else ``--reviewer``, else the user's login name).
 
 An import is all or nothing: the whole file is read and checked first (its format, every decision, and that
-every item is a kept record of this workspace), then its decisions are stored in one transaction; a
-malformed or foreign file is one line naming the file and the place, and stores nothing. A decision on a
-record read again since it was exported is stored but not applied by ``build`` (counted as stale).
+every item is a kept record of this workspace), then its decisions are stored in one transaction (a decision
+that repeats the reviewer's current one on the item is not stored again, so importing a file twice stores it
+once); a malformed or foreign file is one line naming the file and the place, and stores nothing. A decision
+on a record read again since it was exported is stored but not applied by ``build`` (counted as stale).
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from reprodiag.errors import UserError, read_user_text
-from reprodiag.review.decisions import DECISIONS, QUEUES, Decision, clean_reviewer, decide, put_decisions
+from reprodiag.review.decisions import (
+    DECISIONS,
+    QUEUES,
+    Decision,
+    clean_reviewer,
+    current_decisions,
+    decide,
+    put_decisions,
+)
 from reprodiag.review.fields import record_digest
 from reprodiag.review.items import ReviewItem, evidence_text, load_items, thread_text, thread_view
 from reprodiag.schema import StageReport
@@ -138,6 +147,12 @@ def _jsonl(text: str, path: Path, reviewer: str | None) -> tuple[list[Decision],
     return out, counts
 
 
+def _same_decision(a: Decision | None, b: Decision) -> bool:
+    """Whether ``b`` repeats ``a`` (a file imported again stores nothing new)."""
+    return a is not None and (a.queue, a.decision, a.after, a.reason, a.record_digest) == (
+        b.queue, b.decision, b.after, b.reason, b.record_digest)
+
+
 def run_import(store: Store, path: Path, *, reviewer: str | None = None) -> StageReport:
     """Read a Label Studio JSON export or a JSONL of review items and store its decisions (all or nothing).
     Label Studio decisions are ``reviewer``'s (default ``label-studio``; ``:<annotator>`` appended when the
@@ -173,11 +188,14 @@ def run_import(store: Store, path: Path, *, reviewer: str | None = None) -> Stag
         if d.item_id not in digests:
             raise UserError(f"{path}: item {d.item_id[:80]!r} is not a kept record of this workspace (a file from "
                             "another workspace?); nothing was stored")
-    n = put_decisions(store, decisions)
+    current = {(d.item_id, d.reviewer): d for d in current_decisions(store)}
+    new = [d for d in decisions if not _same_decision(current.get((d.item_id, d.reviewer)), d)]
+    n = put_decisions(store, new)
     kinds = Counter(d.decision for d in decisions)
     stale = sum(digests[d.item_id] != d.record_digest for d in decisions)
     rep = StageReport(stage="review-import", counts={
         **{k: v for k, v in counts.items() if k in ("tasks", "items")}, "decisions stored": n,
+        "already stored": len(decisions) - n,
         "accepted": kinds.get("accept", 0), "edited": kinds.get("edit", 0), "rejected": kinds.get("reject", 0),
         **{k: v for k, v in counts.items() if k not in ("tasks", "items")},
         "stale (record read again since the export)": stale}, outputs={fmt: str(path)})

@@ -62,7 +62,7 @@ class ReviewServer:
     def app(self) -> Any:
         from aiohttp import web
 
-        app = web.Application(middlewares=[self._guard], client_max_size=MAX_BODY)
+        app = web.Application(middlewares=[self._token_guard()], client_max_size=MAX_BODY)
         app.router.add_get("/", self._home)
         app.router.add_get("/item", self._item)
         app.router.add_post("/decide", self._decide)
@@ -130,8 +130,8 @@ class ReviewServer:
         resp.headers["Cache-Control"] = "no-store"
         return resp
 
-    @property
-    def _guard(self) -> Any:
+    def _token_guard(self) -> Any:
+        """The middleware that answers 403 to a request without this server's token."""
         from aiohttp import web
 
         @web.middleware

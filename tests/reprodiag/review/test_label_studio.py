@@ -93,8 +93,11 @@ def test_round_trip_marks_every_exported_item_reviewed(exported: tuple[Path, lis
     assert proc.returncode == 0, proc.stderr
     rep = json.loads(proc.stdout)
     assert rep["counts"]["decisions stored"] == rep["counts"]["accepted"] == len(tasks)
+    proc = cli("-q", "review", "import", str(export), workspace=ws)  # again: nothing new is stored
+    assert proc.returncode == 0 and json.loads(proc.stdout)["counts"]["already stored"] == len(tasks)
     with Store(ws) as s:
         cur = current_decisions(s)
+        assert s.query("SELECT count(*) FROM reviews")[0][0] == len(tasks)
     assert {d.item_id for d in cur} == {t["data"]["reprodiag"]["item_id"] for t in tasks}
     assert {(d.decision, d.reviewer, d.source) for d in cur} == {("accept", "label-studio", "label-studio")}
 
