@@ -9,7 +9,7 @@ WORKSPACE ?= reprodiag-workspace
 # test processes (pytest-xdist, one test file per worker at a time): the cores, at most 4
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: demo test lint sysdeps bench clean gpu-test
+.PHONY: demo test lint sysdeps sysdeps-sandbox bench clean gpu-test
 
 $(DEMO_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,21 +21,33 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP) $(DEMO_STAMP)
 
-# Debian packages the demo and the tests need (bubblewrap for the sandbox; slirp4netns gives a setup step
-# that asks for the network its own, without the host's loopback), installed when root and missing.
-sysdeps:
-	@if ! command -v bwrap >/dev/null 2>&1 || ! command -v slirp4netns >/dev/null 2>&1; then \
+# Debian packages, installed with apt-get when root and missing (name:package, the command looked for first):
+# bubblewrap for the sandbox and slirp4netns (a setup step that asks for the network gets one of its own, without
+# the host's loopback) are what the demo needs (`sysdeps-sandbox`); the tests also drive chromium headless for the
+# review page (`sysdeps`: all three).
+SANDBOX_PKGS := bwrap:bubblewrap slirp4netns:slirp4netns
+TEST_PKGS := $(SANDBOX_PKGS) chromium:chromium
+define install_missing
+	@missing=""; for pair in $(1); do command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq >/dev/null 2>&1 || true; \
-	    for pkg in bubblewrap slirp4netns; do \
+	    for pkg in $$missing; do \
 	      echo "installing $$pkg (if missing)"; \
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null 2>&1 \
-	        || echo "could not install $$pkg: replays and the tests that need it will be skipped"; \
+	        || echo "could not install $$pkg: replays or the browser tests that need it will be skipped"; \
 	    done; \
-	  else echo "bubblewrap or slirp4netns is missing and this is not root: install them (sudo apt-get install bubblewrap slirp4netns), else replays are skipped"; fi; \
+	  else echo "missing:$$missing and this is not root: install them (sudo apt-get install$$missing), else replays or the browser tests that need them are skipped"; fi; \
 	fi
+endef
 
-demo: $(DEMO_STAMP) sysdeps
+sysdeps-sandbox:
+	$(call install_missing,$(SANDBOX_PKGS))
+
+sysdeps:
+	$(call install_missing,$(TEST_PKGS))
+
+demo: $(DEMO_STAMP) sysdeps-sandbox
 	$(VENV)/bin/reprodiag -w $(WORKSPACE) demo
 
 test: $(STAMP) sysdeps

@@ -17,6 +17,12 @@ nothing to SFT/DPO (in any split), so training and eval are repository-disjoint.
 ``filtered`` temporal tier never reach SFT/DPO. SFT/DPO splits follow the record's ``split``
 (train/validation/test, assigned by scoring per repository; missing → train).
 
+People's reviews (``reprodiag review``, :mod:`reprodiag.review.decisions`) apply: the fields a reviewer
+changed replace the reader's, an item rejected in the eval queue leaves the eval set (one rejected in the SFT
+queue leaves SFT and DPO), ``--reviewed-only`` builds the eval set from accepted or edited items only, and the
+card reports the reviewed share per type and the agreement figures (:mod:`reprodiag.review.agreement`). With
+nothing reviewed the build is what it was without reviews.
+
 Output (``OUT``): ``sft/``, ``dpo/``, ``eval/`` (``DatasetDict.save_to_disk`` plus
 ``<split>.parquet``) and ``README.md`` (dataset card). The whole directory is built under a
 temporary name and renamed into place, so a killed build leaves the previous ``OUT`` intact.
@@ -34,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reprodiag import console as out
 from reprodiag.card import CardFacts, dataset_card
@@ -53,6 +59,9 @@ from reprodiag.rowtext import (
 )
 from reprodiag.schema import ERROR_TYPES, EvalItem, Record, StageReport, Symptom, parse_record
 from reprodiag.store import Store
+
+if TYPE_CHECKING:
+    from reprodiag.review.agreement import ReviewFacts
 
 MARKER = ".reprodiag-build"
 SPLITS = ("train", "validation", "test")
@@ -483,15 +492,29 @@ def eval_inputs(src: RowSource, paper_titles: dict[str, str]) -> dict[str, str]:
             "symptom": symptom_text(src) + (f"\n{report}" if report else ""), "tried": tried_text(src)}
 
 
-def eval_item(src: RowSource, gold: str, *, paper_titles: dict[str, str]) -> EvalItem:
+def eval_item_id(thread_id: str) -> str:
+    """The eval item id of a thread's record (``rd-`` and 12 hex digits of its SHA-256)."""
+    return "rd-" + hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:12]
+
+
+def eval_directions(src: RowSource, gold: str) -> list[str]:
+    """Acceptable directions derived from the gold cause, its type and the thread's confirmed hypotheses."""
     from eval_diagnosis.directions import acceptable_directions
-    from eval_diagnosis.graders.concept_features import gold_concepts
 
     r = src.record
     confirmed = [t for h in r.hypothesis_chain if h.outcome == "confirmed" and (t := _clean(h.text))]
-    accept = acceptable_directions(gold, r.error_type, extra=confirmed)
+    return acceptable_directions(gold, r.error_type, extra=confirmed)
+
+
+def eval_item(src: RowSource, gold: str, *, paper_titles: dict[str, str],
+              directions: list[str] | None = None) -> EvalItem:
+    """One eval item; ``directions`` (a reviewer's) replaces the derived acceptable directions."""
+    from eval_diagnosis.graders.concept_features import gold_concepts
+
+    r = src.record
+    accept = list(directions) if directions is not None else eval_directions(src, gold)
     return EvalItem(
-        id="rd-" + hashlib.sha256(r.thread_id.encode("utf-8")).hexdigest()[:12],
+        id=eval_item_id(r.thread_id),
         error_type=r.error_type,
         **eval_inputs(src, paper_titles),
         question=EVAL_QUESTION,
@@ -609,13 +632,19 @@ def parse_cutoff(text: str) -> datetime:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-def _row_sources(store: Store, kept_raw: Iterable[Record]) -> list[RowSource]:
-    """Redacted records with the asker's view of their threads (same placeholders in prompt and answer)."""
+def row_sources(store: Store, kept_raw: Iterable[Record], *,
+                digests: dict[str, str] | None = None) -> list[RowSource]:
+    """Redacted records with the asker's view of their threads (same placeholders in prompt and answer).
+    ``digests`` (optional) receives each record's :func:`~reprodiag.review.fields.record_digest`, taken
+    before redaction (what a review is matched against)."""
     from reprodiag.audit import thread_logins
     from reprodiag.redact import record_people, redact_doc, redact_text, thread_people
+    from reprodiag.review.fields import record_digest
 
     out_: list[RowSource] = []
     for raw in kept_raw:
+        if digests is not None:
+            digests[raw.thread_id] = record_digest(raw)
         doc = raw.model_dump(mode="json")
         doc["evidence"] = []  # quotes are not dataset text; holding them for every kept record costs memory
         r = parse_record(redact_doc(doc, record_people(raw)))
@@ -662,16 +691,57 @@ class _Composed:
     readers: dict[str, Counter[str]] = field(default_factory=dict)
     #: reader → the extractor models behind it ("openai:gpt-5-mini", "rules")
     reader_models: dict[str, Counter[str]] = field(default_factory=dict)
+    #: what the card says about people's reviews (None when the workspace holds none)
+    review: ReviewFacts | None = None
+
+
+def _reviewed(src: RowSource, before: dict[str, Any], after: dict[str, Any]) -> RowSource:
+    """``src`` with the fields a reviewer changed (``after`` against ``before``) in place of the reader's: the
+    error type, the root cause, the values (and the gap), whether the thread is resolved (and the resolution
+    type with it)."""
+    from reprodiag.review.fields import changed
+
+    diff = set(changed(before, after))
+    r = src.record
+    upd: dict[str, Any] = {}
+    if "error_type" in diff:
+        upd["error_type"] = after["error_type"]
+    if "root_cause" in diff:
+        upd["root_cause"] = after["root_cause"] or None
+    if "is_resolved" in diff:
+        upd["is_resolved"] = after["is_resolved"]
+        upd["resolution_type"] = ("resolved" if after["is_resolved"] else
+                                  "unresolved_valuable" if r.resolution_type == "resolved" else r.resolution_type)
+    if diff & {"paper_value", "obtained_value"}:
+        pv, ov = after["paper_value"], after["obtained_value"]
+        upd["symptom"] = r.symptom.model_copy(update={
+            "paper_value": pv, "obtained_value": ov,
+            "gap": round(ov - pv, 6) if pv is not None and ov is not None else None})
+    if not upd:
+        return src
+    new = r.model_copy(update=upd)
+    return RowSource(record=new, view=src.view, shown=shown_symptom(new, src.view), logins=src.logins)
 
 
 def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
-             eval_after: datetime | None, eval_from: str = "llm") -> _Composed:
+             eval_after: datetime | None, eval_from: str = "llm", reviewed_only: bool = False) -> _Composed:
     """The sft rows, dpo pairs and eval items of the workspace's kept records. Eval items come from the LLM
-    reader's records only, unless ``eval_from`` is ``offline``."""
+    reader's records only, unless ``eval_from`` is ``offline``.
+
+    People's reviews (:mod:`reprodiag.review.decisions`, combined over reviewers; stale ones ignored): the
+    fields a reviewer changed replace the reader's everywhere; an item rejected in the eval queue leaves the
+    eval set, one rejected in the SFT queue leaves SFT and DPO; an accepted or edited item's gold is the
+    reviewer's root cause (no longer checked for being declarative) and its acceptable directions the
+    reviewer's where they changed them. ``reviewed_only``: eval items only from accepted or edited items."""
     from reprodiag.audit import LEAK_THRESHOLD, leak_share
     from reprodiag.redact import redact_text
+    from reprodiag.review.agreement import review_facts
+    from reprodiag.review.decisions import combine, current_decisions
+    from reprodiag.review.fields import changed, still_eligible
 
-    srcs = _row_sources(store, store.iter_scored(kept_only=True))  # read page by page, one copy kept
+    digests: dict[str, str] = {}
+    srcs = row_sources(store, store.iter_scored(kept_only=True), digests=digests)  # page by page, one copy
+    reviews, stale = combine(current_decisions(store), digests)
     kept = [s.record for s in srcs]
     confirmed_threads = {v.thread_id for v in store.iter_verdicts() if v.thread_id and v.verdict == "confirmed"}
     paper_titles: dict[str, str] = {}
@@ -681,14 +751,42 @@ def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
             paper_titles[repo] = redact_text(titles[0])
     left_out: Counter[str] = Counter()
     by_id = {s.record.thread_id: s for s in srcs if s.record.duplicate_of is None}
-    gold = {k: eval_gold(s) for k, s in by_id.items()}
+    reader_ok = {k: eval_eligible(s.record) for k, s in by_id.items()}
+    kept_by: dict[str, dict[str, Any]] = {}  # item → the reviewed fields, for items a reviewer accepted or edited
+    for k, c in reviews.items():
+        if k in by_id and c.after is not None:
+            by_id[k] = _reviewed(by_id[k], c.before, c.after)
+            kept_by[k] = c.after
+    gold: dict[str, str | None] = {}
+    directions: dict[str, list[str]] = {}
     for k, s in by_id.items():
-        if eval_from == "llm" and reader_of(s.record) == "offline" and eval_eligible(s.record):
+        c = reviews.get(k)
+        eligible = eval_eligible(s.record)
+        if c is not None and "eval" in c.rejected_in:
+            gold[k] = None
+            if eligible or reader_ok[k]:
+                left_out["eval: rejected by a reviewer"] += 1
+            continue
+        if c is not None and k in kept_by:
+            if not still_eligible(c.before, kept_by[k], reader_ok[k]):
+                gold[k] = None
+                if eligible or reader_ok[k]:
+                    left_out["eval: a reviewer's fields leave it out (type other, no cause, or not resolved)"] += 1
+                continue
+            eligible, gold[k] = True, kept_by[k]["root_cause"]
+            if "acceptable_directions" in changed(c.before, kept_by[k]):
+                directions[k] = kept_by[k]["acceptable_directions"]
+        else:
+            gold[k] = eval_gold(s)
+        if eval_from == "llm" and reader_of(s.record) == "offline" and eligible:
             gold[k] = None
             left_out["eval: read by the offline reader (build --eval-from offline takes it)"] += 1
-        elif eval_eligible(s.record) and gold[k] is None:
+        elif reviewed_only and k not in kept_by and eligible:
+            gold[k] = None
+            left_out["eval: not reviewed (build --reviewed-only)"] += 1
+        elif eligible and gold[k] is None:
             left_out["eval: gold root cause not a declarative cause"] += 1
-        elif gold[k] is not None and eval_eligible(s.record):
+        elif gold[k] is not None and eligible:
             item_prompt = "\n".join(eval_inputs(s, paper_titles).values())
             if leak_share(item_prompt, gold[k] or "") > LEAK_THRESHOLD:
                 gold[k] = None
@@ -701,6 +799,10 @@ def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
         left_out["training: created after the eval cut-off"] = len(for_eval)
     train_src = [s for s in for_train if s.record.repo not in carve.eval_repos
                  and s.record.temporal_tag.tier != "filtered"]
+    rejected_sft = {k for k, c in reviews.items() if "sft" in c.rejected_in}
+    if rejected_sft:
+        left_out["training: rejected by a reviewer"] = sum(s.record.thread_id in rejected_sft for s in train_src)
+        train_src = [s for s in train_src if s.record.thread_id not in rejected_sft]
 
     sft_rows: list[tuple[str | None, dict[str, Any]]] = []
     dpo_rows: list[tuple[str | None, dict[str, Any]]] = []
@@ -738,8 +840,13 @@ def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
         pair = dpo_row(s, d, rej, confirmed_threads=confirmed_threads, paper_titles=paper_titles)
         if pair is not None:
             dpo_rows.append((s.record.split, pair))
-    items = [eval_item(by_id[r.thread_id], r.root_cause or "", paper_titles=paper_titles).model_dump(mode="json")
+    items = [eval_item(by_id[r.thread_id], r.root_cause or "", paper_titles=paper_titles,
+                       directions=directions.get(r.thread_id)).model_dump(mode="json")
              for r in carve.eval_records]
+    review = None
+    if reviews or stale:
+        review = review_facts(reviews, stale, eval_items=[(r.thread_id, r.error_type) for r in carve.eval_records],
+                              reviewed_only=reviewed_only, seed=seed)
     reader = {s.record.thread_id: reader_of(s.record) for s in srcs}
     readers = {"sft": Counter(reader[row["thread_id"]] for _s, row in sft_rows),
                "dpo": Counter(reader[row["thread_id"]] for _s, row in dpo_rows),
@@ -751,15 +858,17 @@ def _compose(store: Store, *, per_type_min: int, per_type_max: int, seed: int,
 
     return _Composed(sft_rows, dpo_rows, items, {s.record.thread_id: list(s.logins) for s in srcs},
                      Counter(r.temporal_tag.tier for r in kept), left_out, carve,
-                     sum(s.record.temporal_tag.tier == "filtered" for s in for_train), readers, models)
+                     sum(s.record.temporal_tag.tier == "filtered" for s in for_train), readers, models, review)
 
 
 def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: int, seed: int,
-              push_to_hub: str | None, eval_after: datetime | None = None, eval_from: str = "llm") -> StageReport:
+              push_to_hub: str | None, eval_after: datetime | None = None, eval_from: str = "llm",
+              reviewed_only: bool = False) -> StageReport:
     """Build sft/dpo/eval into ``out_dir`` (replaced atomically), audit them (``audit.json``, summary in the
     card) and optionally push them to the hub. ``eval_after`` (UTC): threads created after it go to the eval
     set only, the others to training only. ``eval_from``: ``llm`` (eval items from LLM-read records only) or
-    ``offline`` (the offline reader's records may become eval items too)."""
+    ``offline`` (the offline reader's records may become eval items too). People's reviews are applied (see
+    :func:`_compose`); ``reviewed_only``: the eval set holds accepted or edited items only."""
     from reprodiag.audit import audit_summary_lines, run_audit
 
     if per_type_min > per_type_max:
@@ -775,7 +884,7 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
     if eval_from not in EVAL_FROM:
         raise UserError(f"--eval-from must be one of {', '.join(EVAL_FROM)}, got {eval_from!r}")
     c = _compose(store, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed, eval_after=eval_after,
-                 eval_from=eval_from)
+                 eval_from=eval_from, reviewed_only=reviewed_only)
     carve, left_out = c.carve, c.left_out
     n_sft, n_dpo = len(c.sft_rows), len(c.dpo_rows)
     eval_types = Counter(i["error_type"] for i in c.items)
@@ -793,7 +902,7 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
              "rejected_sources": Counter(row["rejected_source"] for _s, row in c.dpo_rows),
              "extractors": Counter(r.extractor.backend for r in (*carve.eval_records, *carve.train_records)),
              "readers": c.readers, "reader_models": c.reader_models, "eval_from": eval_from,
-             "reader_figures": _reader_figures()}
+             "reader_figures": _reader_figures(), "review": c.review}
     tmp = _prepare_out(out_dir)
     try:
         sizes = {"sft": _save("sft", _by_split(c.sft_rows), tmp)}
@@ -830,6 +939,9 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
               "filtered tier (excluded)": c.filtered_for_train,
               **{f"left out ({k})": v for k, v in sorted(left_out.items())},
               **{f"eval {t}": eval_types[t] for t in ERROR_TYPES}}
+    if c.review is not None:
+        counts["eval reviewed"] = c.review.reviewed_eval
+        notes.append(c.review.summary_line())
     return StageReport(stage="build", counts=counts, notes=notes,
                        outputs={"sft": str(out_dir / "sft"), "dpo": str(out_dir / "dpo"),
                                 "eval": str(out_dir / "eval"), "card": str(out_dir / "README.md"),

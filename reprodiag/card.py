@@ -6,8 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from reprodiag.schema import ERROR_TYPES
+
+if TYPE_CHECKING:
+    from reprodiag.review.agreement import FieldAgreement, ReviewFacts
 
 
 def project_url() -> str | None:
@@ -55,6 +59,8 @@ class CardFacts:
     reader_figures: dict[str, str] = field(default_factory=dict)
     #: ``build --eval-from``: "llm" (eval items from LLM-read records only) or "offline"
     eval_from: str = "llm"
+    #: people's reviews (``reprodiag review``); None when the workspace holds none
+    review: ReviewFacts | None = None
 
 
 def dataset_card(f: CardFacts) -> str:
@@ -86,7 +92,8 @@ def dataset_card(f: CardFacts) -> str:
         split_note = "No time cut-off was set (`reprodiag build --eval-after DATE` sets one)."
     audit = "\n".join(f"- {ln}" for ln in f.audit_lines) or "- (audit not run)"
     extractor_rows = ", ".join(f"{k}: {v}" for k, v in sorted(f.extractors.items())) or "none"
-    readers_section = _readers_section(f)
+    checked_note = '; what people checked, under "Checked by people"' if f.review else ""
+    readers_section = "\n".join(x for x in (_readers_section(f), review_section(f.review)) if x)
     return f"""---
 license: other
 license_name: github-content-mixed
@@ -193,7 +200,7 @@ framework-bound) is excluded from SFT/DPO.
 
 - Diagnoses are extracted automatically (records by extractor: {extractor_rows}) and grounded in quotes,
   but not all are checked by a human; `verified` marks the ones confirmed by a sandbox replay. How well
-  each reader reads is under "Who read the threads".
+  each reader reads is under "Who read the threads"{checked_note}.
 - Acceptable directions in `eval` are derived from the root cause and its error type (concept phrases
   plus key terms); the lexical grader is an approximation of human judgement.
 - The corpus is skewed toward popular, English-language repositories; error-type shares follow what
@@ -234,4 +241,52 @@ def _readers_section(f: CardFacts) -> str:
         out += ["", f"**{n_off} eval item(s) come from the offline reader** (`build --eval-from offline`). Its "
                 "eval_sound above is the share of such items whose gold is a cause the thread established, of "
                 "the recorded type: check these items by hand before grading models with them."]
+    return "\n".join(out) + "\n"
+
+
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}" + ("" if k == 1 else "s")
+
+
+def _agreement_table(rows: list[FieldAgreement]) -> list[str]:
+    out = ["| field | pairs | agreement | Cohen's kappa |", "| --- | --- | --- | --- |"]
+    for r in rows:
+        kap = r.kappa.fmt() if r.kappa is not None else "– (not categorical)"
+        out.append(f"| {r.field} | {r.pairs} | {r.agreement.fmt()} | {kap} |")
+    return out
+
+
+def review_section(r: ReviewFacts | None) -> str:
+    """"Checked by people": the reviewed share of the eval set per type, the workspace's decisions, and
+    reader-vs-reviewer and reviewer-vs-reviewer agreement per field (empty when nothing was reviewed)."""
+    if r is None:
+        return ""
+    n, k = r.total_eval, r.reviewed_eval
+    if n and k == n:
+        head = f"**Every eval item ({n}) was checked by a person**"
+    else:
+        head = f"**{k} of {n} eval items were checked by a person**"
+    out = ["## Checked by people", "",
+           head + " (accepted or edited in `reprodiag review serve`, or in Label Studio through `reprodiag review "
+           "export` / `import`)." + (" This eval split holds reviewed items only (`build --reviewed-only`)."
+                                     if r.reviewed_only else ""), "",
+           "| error type | eval items | checked | share |", "| --- | --- | --- | --- |"]
+    for t, total in r.eval_items.items():
+        done = r.eval_reviewed.get(t, 0)
+        out.append(f"| {t} | {total} | {done} | {done / total:.0%} |" if total else f"| {t} | 0 | 0 | – |")
+    out += ["", f"Decisions in the workspace: {_n(r.items_reviewed, 'item')} reviewed by "
+            f"{r.reviewers} {'person' if r.reviewers == 1 else 'people'} ({_n(sum(r.decisions.values()), 'decision')}: "
+            + ", ".join(f"{r.decisions.get(d, 0)} {name}" for d, name in (("accept", "accepted"), ("edit", "edited"),
+                                                                         ("reject", "rejected")))
+            + "). A rejected eval item leaves the eval set; a reviewer's edited fields replace the reader's."
+            + (f" {r.stale} decision(s) were made on a record that has been read again since and are not applied."
+               if r.stale else "")]
+    if r.reader_vs_reviewer:
+        out += ["", "Reader vs reviewer, per field (one pair per reviewer and item they accepted or edited; 95% "
+                "bootstrap intervals over items):", "", *_agreement_table(r.reader_vs_reviewer)]
+    if r.reviewer_pairs:
+        out += ["", f"Reviewer vs reviewer ({_n(r.reviewer_pairs, 'item')} decided by two or more people; every "
+                "two of them, the fields on the items both kept):", "", *_agreement_table(r.reviewer_vs_reviewer)]
+    else:
+        out += ["", "Reviewer vs reviewer: no item was decided by two people yet."]
     return "\n".join(out) + "\n"

@@ -39,6 +39,10 @@ app = typer.Typer(
 bench_app = typer.Typer(help="Measure throughput and cost of a stage. Example: reprodiag bench score",
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+review_app = typer.Typer(help="People check eval items (and a sample of SFT rows) in a local page or in Label "
+                         "Studio; build uses their decisions. Example: reprodiag review serve --reviewer ana",
+                         no_args_is_help=True)
+app.add_typer(review_app, name="review")
 
 _state: dict[str, Any] = {"workspace": None}
 
@@ -101,6 +105,7 @@ class ExportTable(StrEnum):
     rejects = "rejects"
     cases = "cases"
     runs = "runs"
+    reviews = "reviews"
 
 
 class Format(StrEnum):
@@ -412,8 +417,12 @@ def build(
     eval_from: Annotated[EvalFrom, typer.Option(
         "--eval-from", help="Eval items from LLM-read records only (llm), or from the offline reader's records "
         "too (offline; flagged on the card with its measured eval_sound).")] = EvalFrom.llm,
+    reviewed_only: Annotated[bool, typer.Option(
+        "--reviewed-only", help="Eval items only from items a person accepted or edited (`reprodiag review`).")]
+    = False,
 ) -> None:
-    """Build the SFT, DPO and eval datasets (save_to_disk + Parquet + dataset card + audit.json).
+    """Build the SFT, DPO and eval datasets (save_to_disk + Parquet + dataset card + audit.json). People's
+    reviews apply: edited fields replace the reader's, rejected items leave the eval set.
 
     Example: reprodiag build -o datasets/ --eval-after 2025-06-30
     """
@@ -421,7 +430,78 @@ def build(
 
     cutoff = parse_cutoff(eval_after) if eval_after is not None else None
     _report(run_build(_store(), out_dir, per_type_min=per_type_min, per_type_max=per_type_max, seed=seed,
-                      push_to_hub=push_to_hub, eval_after=cutoff, eval_from=eval_from.value))
+                      push_to_hub=push_to_hub, eval_after=cutoff, eval_from=eval_from.value,
+                      reviewed_only=reviewed_only))
+
+
+class ReviewFormat(StrEnum):
+    label_studio = "label-studio"
+    jsonl = "jsonl"
+
+
+INCLUDE_OFFLINE_HELP = "Also the offline reader's eval candidates (for `build --eval-from offline`)."
+SAMPLE_SFT_HELP = "Also review a seeded random sample of N SFT rows."
+
+
+@review_app.command("serve")
+def review_serve(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any free port).")] = 8765,
+    reviewer: Annotated[str | None, typer.Option(help="Your name in the reviews table (default: your login "
+                                                 "name).")] = None,
+    sample_sft: Annotated[int, typer.Option("--sample-sft", min=0, help=SAMPLE_SFT_HELP)] = 0,
+    include_offline: Annotated[bool, typer.Option("--include-offline", help=INCLUDE_OFFLINE_HELP)] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the SFT sample.")] = 0,
+) -> None:
+    """Review eval items in a local page (127.0.0.1 only; open the address it prints, which carries an
+    access token): accept, edit or reject each, with the keyboard (a, e, r, j/k, /). Every decision is saved
+    in the workspace at once. Stop with Ctrl+C.
+
+    Example: reprodiag review serve --reviewer ana --sample-sft 50
+    """
+    from reprodiag.review.exchange import default_reviewer
+    from reprodiag.review.server import serve
+
+    counts = serve(_store(create=False), port=port, reviewer=reviewer or default_reviewer(),
+                   include_offline=include_offline, sample_sft=sample_sft, seed=seed)
+    out.info(f"review: stopped; {counts['decisions']} decisions saved this time")
+
+
+@review_app.command("export")
+def review_export(
+    output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
+    format: Annotated[ReviewFormat, typer.Option("--format", "-f", help="label-studio (tasks with the record "
+                                                 "as a pre-annotation) or jsonl.")] = ReviewFormat.label_studio,
+    sample_sft: Annotated[int, typer.Option("--sample-sft", min=0, help=SAMPLE_SFT_HELP)] = 0,
+    include_offline: Annotated[bool, typer.Option("--include-offline", help=INCLUDE_OFFLINE_HELP)] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the SFT sample.")] = 0,
+) -> None:
+    """Write the review items for Label Studio (import the file into a project with the labeling config the
+    command names) or as JSONL.
+
+    Example: reprodiag review export --format label-studio -o tasks.json
+    """
+    from reprodiag.review.exchange import run_export
+
+    _report(run_export(_store(create=False), format.value, output, include_offline=include_offline,
+                       sample_sft=sample_sft, seed=seed))
+
+
+@review_app.command("import")
+def review_import(
+    file: Annotated[Path, typer.Argument(help="Label Studio JSON export, or the JSONL of `review export` with "
+                                         "decisions filled in.")],
+    reviewer: Annotated[str | None, typer.Option(help="Reviewer name for the file's decisions (Label Studio "
+                                                 "default: label-studio, plus :ANNOTATOR when there are "
+                                                 "several).")] = None,
+) -> None:
+    """Store the decisions of a reviewed file in the workspace (all or nothing; a malformed or foreign file
+    stores nothing).
+
+    Example: reprodiag review import project-1-at-2026-12-06.json --reviewer team-a
+    """
+    from reprodiag.review.exchange import run_import
+
+    _report(run_import(_store(create=False), file, reviewer=reviewer))
 
 
 @app.command()

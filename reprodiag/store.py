@@ -153,6 +153,24 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE threads ADD COLUMN secrets_masked INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: people's review decisions on eval candidates and sampled SFT rows (reprodiag/review/decisions.py);
+    # append-only: a reviewer's latest row on an item is their decision, earlier rows are its history
+    """
+    CREATE TABLE reviews (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        item_id TEXT NOT NULL,
+        queue TEXT NOT NULL,
+        reviewer TEXT NOT NULL,
+        decided REAL NOT NULL,
+        decision TEXT NOT NULL,
+        reason TEXT,
+        before TEXT NOT NULL,
+        after TEXT,
+        record_digest TEXT NOT NULL,
+        source TEXT NOT NULL
+    );
+    CREATE INDEX reviews_item ON reviews(item_id, reviewer, id);
+    """,
 ]
 
 
@@ -174,7 +192,7 @@ POST_MIGRATION = {2: _mask_stored_threads}
 
 #: Tables ``export`` accepts, mapped to how their rows become JSON documents.
 EXPORTABLE = ("threads", "records", "verdicts", "trajectories", "scored", "decisions", "repos", "papers",
-              "repo_status", "rejects", "cases", "runs")
+              "repo_status", "rejects", "cases", "runs", "reviews")
 
 
 class StoreError(RuntimeError):
@@ -710,6 +728,15 @@ class Store:
             yield from self.runs()
         elif table == "cases":
             yield from self.cases()
+        elif table == "reviews":
+            cur = self._conn.execute("SELECT id, item_id, queue, reviewer, decided, decision, reason, before, after,"
+                                     " record_digest, source FROM reviews ORDER BY id")
+            names = [d[0] for d in cur.description]
+            for row in cur.fetchall():
+                doc = dict(zip(names, row, strict=True))
+                doc["before"] = json.loads(doc["before"])
+                doc["after"] = json.loads(doc["after"]) if doc["after"] is not None else None
+                yield doc
         else:
             cur = self._conn.execute(f"SELECT * FROM {table}")
             names = [d[0] for d in cur.description]

@@ -1,5 +1,6 @@
-"""The two README commands install what they need: `make demo` and `make test` both run `sysdeps`, which
-installs bubblewrap and slirp4netns with apt-get when root and missing (checked with a fake apt-get)."""
+"""The two README commands install what they need: `make demo` runs `sysdeps-sandbox`, which installs
+bubblewrap and slirp4netns with apt-get when root and missing, and `make test` runs `sysdeps`, which also
+installs chromium for the review page's browser tests (checked with a fake apt-get)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,18 @@ def test_sysdeps_installs_the_sandbox_packages_when_missing(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     log = (tmp_path / "apt.log").read_text()
     assert "install -y -qq bubblewrap" in log and "install -y -qq slirp4netns" in log
+    assert "install -y -qq chromium" in log
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_demo_installs_no_browser(tmp_path: Path) -> None:
+    """The browser is for the tests only: `make demo` on a fresh machine installs the sandbox packages alone."""
+    b = _fake_bin(tmp_path)
+    proc = subprocess.run([shutil.which("make") or "make", "-s", "sysdeps-sandbox"], cwd=ROOT, capture_output=True,
+                          text=True, env={"PATH": str(b), "HOME": str(tmp_path)}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    log = (tmp_path / "apt.log").read_text()
+    assert "install -y -qq bubblewrap" in log and "chromium" not in log
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
