@@ -234,14 +234,19 @@ def _dropped(chat: Any) -> str:
 
 def run_agreement(labels_path: Path, grader: Grader, *, seed: int = SEED,
                   invalid: InvalidLines | None = None) -> dict[str, Any]:
-    """Grade each labeled answer and compare with the human hit label: accuracy and Cohen's kappa with 95%
+    """Grade each labeled answer and compare with its hit label: accuracy and Cohen's kappa with 95%
     intervals (answers resampled by item), per answer category, and the uncertain grades counted apart."""
     labels = load_labels(labels_path, invalid)
     predicted, disagreements = [], []
     per_cat: dict[str, list[int]] = {}
-    uncertain = uncertain_wrong = 0
+    uncertain = uncertain_wrong = errors = 0
+    kept = []
     for i, lab in enumerate(labels, start=1):
         g = grader.grade(lab.item, lab.answer)
+        if g.error is not None:  # no verdict (a provider failure, a verdict missing from a results file)
+            errors += 1
+            continue
+        kept.append(lab)
         predicted.append(g.hit)
         c = per_cat.setdefault(lab.category or "", [0, 0])
         c[0] += 1
@@ -251,8 +256,10 @@ def run_agreement(labels_path: Path, grader: Grader, *, seed: int = SEED,
         if g.hit != lab.hit:
             disagreements.append({"line": i, "id": lab.item.id, "human": lab.hit, "grader": g.hit,
                                   "reason": g.reason, "notes": lab.notes})
-    stats = agreement_ci(predicted, [lab.hit for lab in labels], [lab.item.id for lab in labels], seed=seed)
-    return {"grader": grader.name, "labels": str(labels_path), **stats,
+    if not kept:
+        raise UserError(f"{grader.name} graded none of the {len(labels)} labeled answers ({errors} errors)")
+    stats = agreement_ci(predicted, [lab.hit for lab in kept], [lab.item.id for lab in kept], seed=seed)
+    return {"grader": grader.name, "labels": str(labels_path), **stats, "errors": errors,
             "uncertain": uncertain, "uncertain_disagreeing": uncertain_wrong,
             "per_category": {k: {"n": v[0], "accuracy": round(v[1] / v[0], 4)} for k, v in sorted(per_cat.items())},
             "disagreements": disagreements}
@@ -265,17 +272,37 @@ HEDGE_ANSWER = ("1. Hyperparameters such as the learning rate or batch size may 
                 "5. Random seeds or hardware may explain the gap.")
 
 
-def run_controls(items: list[EvalItem], grader: Grader, *, seed: int = SEED) -> dict[str, Any]:
+#: Items of another error type each labeled hit answer is graded against in the ``other_type`` control.
+OTHER_TYPE_ITEMS = 4
+
+
+def run_controls(items: list[EvalItem], grader: Grader, *, seed: int = SEED,
+                 hit_answers: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """Negative and positive controls, each a hit rate with its 95% interval: ``shifted`` (item i graded
     against the gold cause of item i+1 of another error type, an answer to a different problem: should
     be ~0), ``gold`` (the gold root cause itself as the answer: should be ~1), ``hedge`` (a list naming
-    every type generically: should be 0)."""
+    every type generically: should be 0), and with ``hit_answers`` (item id → answers labeled hits)
+    ``other_type``: each item's first hit answer graded against ``OTHER_TYPE_ITEMS`` items of other error types
+    (answers written for another problem, in the hand of real answers: should be ~0)."""
     from reprodiag.intervals import bootstrap
 
     n = len(items)
     if n < 2:
         raise UserError("controls need at least 2 eval items")
     out: dict[str, Any] = {"grader": grader.name, "items": n}
+    controls: list[tuple[str, list[bool]]] = []
+    if hit_answers:
+        other: list[bool] = []
+        for it in items:
+            answers = hit_answers.get(it.id) or []
+            if not answers:
+                continue
+            pool = [o for o in items if o.error_type != it.error_type]
+            for o in pool[::max(1, len(pool) // OTHER_TYPE_ITEMS)][:OTHER_TYPE_ITEMS]:
+                other.append(grader.grade(o, answers[0]).hit)
+        if other:
+            controls.append(("other_type", other))
+            out["other_type_pairs"] = len(other)
     shifted = []
     for i, it in enumerate(items):
         other = next((items[(i + k) % n] for k in range(1, n) if items[(i + k) % n].error_type != it.error_type),
@@ -283,10 +310,19 @@ def run_controls(items: list[EvalItem], grader: Grader, *, seed: int = SEED) -> 
         shifted.append(grader.grade(it, "1. " + other.gold_root_cause).hit)
     gold = [grader.grade(it, "1. " + it.gold_root_cause).hit for it in items]
     hedge = [grader.grade(it, HEDGE_ANSWER).hit for it in items]
-    for name, hits in (("shifted", shifted), ("gold", gold), ("hedge", hedge)):
+    for name, hits in (("shifted", shifted), ("gold", gold), ("hedge", hedge), *controls):
         est = bootstrap(hits, lambda h: sum(h) / len(h) if h else None, seed=seed)
         out[name] = {"hit_rate": round(est.value or 0.0, 4),
                      "ci95": [round(est.lo, 4), round(est.hi, 4)] if est.lo is not None else None}
+    return out
+
+
+def hit_answers_of(labels: Path) -> dict[str, list[str]]:
+    """Item id → the answers a labeled answer set calls hits."""
+    out: dict[str, list[str]] = {}
+    for lab in load_labels(labels):
+        if lab.hit:
+            out.setdefault(lab.item.id, []).append(lab.answer)
     return out
 
 
@@ -298,9 +334,38 @@ def grader_card(grader: Grader) -> dict[str, Any]:
     """How far to trust a hit rate: the grader's agreement with the shipped frozen test labels (offline
     graders: measured now, deterministic; LLM judges: not measured here, with the command to measure)."""
     if "llm" in grader.name:
-        return {"grader": grader.name, "measured": False,
-                "how": f"reprodiag grade --agreement {TEST_LABELS.name} --grader {grader.name}"}
+        card: dict[str, Any] = {"grader": grader.name, "measured": False,
+                                "how": f"reprodiag grade --agreement {TEST_LABELS.name} --grader {grader.name}"}
+        prompt = recorded_judge_figures()
+        if prompt:
+            card["judge_prompt"] = prompt
+        return card
     return _offline_card(grader.name)
+
+
+@lru_cache(maxsize=1)
+def recorded_judge_figures() -> dict[str, Any]:
+    """The judge prompt's agreement with the frozen test labels, from the shipped recorded verdicts (another
+    model than the one a run uses, so this measures the prompt, not that model); {} when absent or stale."""
+    from eval_diagnosis.graders.recorded import (
+        VERDICTS_DIR,
+        RecordedJudge,
+        read_verdict_manifest,
+        recorded_part,
+        verdicts_staleness,
+    )
+
+    try:
+        m = read_verdict_manifest(VERDICTS_DIR)
+        part = recorded_part(VERDICTS_DIR, TEST_LABELS)
+        if m is None or verdicts_staleness(m) or not part.exists():
+            return {}
+        res = run_agreement(TEST_LABELS, RecordedJudge(part, name="llm (recorded)"))
+    except UserError:
+        return {}
+    return {"prompt_version": m.judge_prompt_version, "recorded_by": m.model, "n": res["n"],
+            "accuracy": res["accuracy"], "kappa": res["kappa"], "ci95": res["ci95"],
+            "labeled_by": labels_provenance()}
 
 
 #: The shipped grader's measured card, written by ``reprodiag train --part grader`` with the digests of the
@@ -309,17 +374,37 @@ CARD_PATH = Path(__file__).resolve().parent.parent / "extract" / "data" / "model
 
 
 def _digests() -> str:
+    """The shipped grader models' digests and the decision constants applied on top of them (a change of
+    either makes a stored card stale)."""
+    from eval_diagnosis.graders.concept import HEDGE_TYPES, HIT_THRESHOLD
     from extract.learned.linear import shipped
     from extract.learned.predict import GRADER_MODEL_NAMES
 
-    return ",".join(shipped(n).digest for n in GRADER_MODEL_NAMES)
+    return ",".join(shipped(n).digest for n in GRADER_MODEL_NAMES) + f",hit>={HIT_THRESHOLD},hedge>={HEDGE_TYPES}"
+
+
+def labels_provenance(labels: Path = TEST_LABELS) -> str:
+    """Who or what made a labeled answer set's labels, as its folder's ``manifest.json`` records it."""
+    try:
+        doc = json.loads((labels.parent / "manifest.json").read_text(encoding="utf-8"))
+        return str(doc.get("labeled_by") or "not recorded")
+    except (OSError, ValueError):
+        return "not recorded"
 
 
 def measure_card(name: str = "lexical") -> dict[str, Any]:
-    res = run_agreement(TEST_LABELS, make_grader(name))
+    """The grader's agreement with the shipped frozen test labels and its controls (offline graders)."""
+    grader = make_grader(name)
+    res = run_agreement(TEST_LABELS, grader)
+    seen: dict[str, EvalItem] = {}
+    for lab in load_labels(TEST_LABELS):
+        seen.setdefault(lab.item.id, lab.item)
+    ctrl = run_controls(list(seen.values()), grader, hit_answers=hit_answers_of(TEST_LABELS))
     return {"grader": name, "measured": True, "labels": f"eval_diagnosis/data/answers_real/{TEST_LABELS.name}",
-            "n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"], "ci95": res["ci95"],
-            "models": _digests() if name == "lexical" else ""}
+            "labeled_by": labels_provenance(), "n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"],
+            "ci95": res["ci95"], "controls": {k: ctrl[k] for k in ("other_type", "shifted", "gold", "hedge")
+                                               if k in ctrl},
+            "estimate": name == "lexical", "models": _digests() if name == "lexical" else ""}
 
 
 def write_card(path: Path = CARD_PATH) -> dict[str, Any]:
@@ -341,11 +426,17 @@ def _offline_card(name: str) -> dict[str, Any]:
 
 
 def run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_dir: Path,
-              agreement: Path | None, controls: bool = False, skip_invalid: bool = False) -> StageReport:
-    """Grade given answers (no model is called), measure the grader against human labels, and/or run the
+              agreement: Path | None, controls: bool = False, skip_invalid: bool = False,
+              batch: Path | None = None, collect: Path | None = None, verdicts: Path | None = None,
+              allow_stale: bool = False) -> StageReport:
+    """Grade given answers (no model is called), measure the grader against labeled answers, and/or run the
     negative and positive controls (on ``eval_set``'s items, else on the shipped test labels' items).
     ``skip_invalid``: bad input lines go to ``out_dir/invalid-lines.jsonl`` instead of stopping."""
     invalid = InvalidLines() if skip_invalid else None
+    if batch is not None or collect is not None or verdicts is not None:
+        return _invalid_report(_run_judged(eval_set, answers=answers, grader=grader, out_dir=out_dir,
+                                          agreement=agreement, batch=batch, collect=collect, verdicts=verdicts,
+                                          allow_stale=allow_stale, invalid=invalid), invalid, out_dir)
     return _invalid_report(_run_grade(eval_set, answers=answers, grader=grader, out_dir=out_dir,
                                       agreement=agreement, controls=controls, invalid=invalid), invalid, out_dir)
 
@@ -366,10 +457,11 @@ def _run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_
             citems = load_eval_set(Path(eval_set), invalid)
         else:
             seen: dict[str, EvalItem] = {}
-            for lab in load_labels(TEST_LABELS):
+            for lab in load_labels(Path(agreement) if agreement is not None else TEST_LABELS):
                 seen.setdefault(lab.item.id, lab.item)
             citems = list(seen.values())
-        res = run_controls(citems, grader_obj)
+        labels_for = Path(agreement) if agreement is not None else (TEST_LABELS if eval_set is None else None)
+        res = run_controls(citems, grader_obj, hit_answers=hit_answers_of(labels_for) if labels_for else None)
         _mkdir(out_dir)
         _write_atomic(Path(out_dir) / "controls.json", json.dumps(res, indent=2, ensure_ascii=False))
         outputs["controls"] = str(Path(out_dir) / "controls.json")
@@ -379,7 +471,9 @@ def _run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_
             ci = res[k]["ci95"]
             return f"{100 * res[k]['hit_rate']:.1f}%" + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
         notes.append(f"controls ({res['items']} items, {grader_obj.name}): shifted answers {pct('shifted')} hits "
-                     f"(want ~0), gold cause as answer {pct('gold')} (want ~100%), hedge list {pct('hedge')} (want 0)")
+                     f"(want ~0), gold cause as answer {pct('gold')} (want ~100%), hedge list {pct('hedge')} (want 0)"
+                     + (f", hit answers of another item of another type {pct('other_type')} "
+                        f"({res['other_type_pairs']} pairs; want ~0)" if "other_type" in res else ""))
     if eval_set is not None and answers is not None:
         items = load_eval_set(Path(eval_set), invalid)
         rows = load_answers(Path(answers), invalid)
@@ -403,8 +497,157 @@ def _run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_
         counts.update({"labels": res["n"], "agreeing": res["n"] - len(res["disagreements"])})
         outputs["agreement"] = str(out_dir / "agreement.json")
         ci = res["ci95"]
-        notes.append(f"{grader_obj.name} vs human labels: accuracy {res['accuracy']:.3f} "
+        if not controls and "llm" not in grader_obj.name:  # the offline grader's controls cost nothing
+            items_seen: dict[str, EvalItem] = {}
+            for lab in load_labels(Path(agreement)):
+                items_seen.setdefault(lab.item.id, lab.item)
+            if len(items_seen) >= 2:
+                ctrl = run_controls(list(items_seen.values()), grader_obj, hit_answers=hit_answers_of(Path(agreement)))
+                res["controls"] = ctrl
+                _write_atomic(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
+                if "other_type" in ctrl:
+                    o = ctrl["other_type"]
+                    notes.append(f"control: hit answers graded against {ctrl['other_type_pairs']} items of another "
+                                 f"type, {100 * o['hit_rate']:.1f}% hits"
+                                 + (f" [{100 * o['ci95'][0]:.1f}, {100 * o['ci95'][1]:.1f}]" if o["ci95"] else "")
+                                 + f"; gold as answer {100 * ctrl['gold']['hit_rate']:.1f}%, hedge "
+                                 f"{100 * ctrl['hedge']['hit_rate']:.1f}%")
+        notes.append(f"{grader_obj.name} vs the labels ({labels_provenance(Path(agreement))}): accuracy "
+                     f"{res['accuracy']:.3f} "
                      f"[{ci['accuracy'][0]:.3f}, {ci['accuracy'][1]:.3f}], Cohen's kappa {res['kappa']:.3f} "
                      f"[{ci['kappa'][0]:.3f}, {ci['kappa'][1]:.3f}] (n={res['n']}; {res['uncertain']} uncertain, "
                      f"{res['uncertain_disagreeing']} of them disagreeing)")
     return StageReport(stage="grade", counts=counts, outputs=outputs, notes=notes)
+
+
+# ---------------------------------------------------------------------------- the judge by batch, recorded verdicts
+#``grade --batch`` / ``--collect`` / ``--verdicts``: the LLM judge through Batch API files, and recorded
+#verdicts measured against the labels beside the offline grader and the cascade.
+#
+#* ``--batch FILE`` writes the judge requests of the answers to grade (``--eval-set`` + ``--answers``, or the
+#  labeled answers of ``--agreement``); with ``--collect`` of earlier results beside it, the answers already
+#  judged are left out (a rerun asks nothing twice). Nothing is graded.
+#* ``--collect RESULTS`` grades from the provider's results file: the grades and report of the answers, or the
+#  agreement with the labels. A failed line or an answer without a verdict is an error, counted apart.
+#* ``--verdicts DIR`` (a recorded verdict set, :mod:`eval_diagnosis.graders.recorded`) with ``--agreement
+#  LABELS``: the judge, the cascade (the offline grader; its uncertain grades decided by the judge) and the
+#  offline grader side by side, each with accuracy and Cohen's kappa and their 95% intervals. Verdicts made for
+#  another judge prompt are named stale and not scored (``--allow-stale`` shows them, labeled).
+
+
+def _pairs(eval_set: Path | None, answers: Path | None, agreement: Path | None,
+           invalid: InvalidLines | None) -> list[tuple[EvalItem, str]]:
+    if agreement is not None:
+        return [(lab.item, lab.answer) for lab in load_labels(Path(agreement), invalid)]
+    if eval_set is None or answers is None:
+        raise UserError("--batch/--collect need --eval-set and --answers, or --agreement LABELS.jsonl")
+    by_id = {it.id: it for it in load_eval_set(Path(eval_set), invalid)}
+    return [(by_id[r.id], r.answer) for r in load_answers(Path(answers), invalid) if r.id in by_id]
+
+
+def _agreement_line(res: dict[str, Any], label: str) -> str:
+    ci = res["ci95"]
+    return (f"{label}: accuracy {res['accuracy']:.3f} [{ci['accuracy'][0]:.3f}, {ci['accuracy'][1]:.3f}], Cohen's "
+            f"kappa {res['kappa']:.3f} [{ci['kappa'][0]:.3f}, {ci['kappa'][1]:.3f}] (n={res['n']}"
+            + (f", {res['errors']} without a verdict" if res.get("errors") else "") + ")")
+
+
+def _run_judged(eval_set: Path | None, *, answers: Path | None, grader: str, out_dir: Path,
+               agreement: Path | None, batch: Path | None, collect: Path | None, verdicts: Path | None,
+               allow_stale: bool, invalid: InvalidLines | None) -> StageReport:
+    from eval_diagnosis.graders.recorded import (
+        RecordedJudge,
+        judge_spec,
+        read_verdict_manifest,
+        recorded_part,
+        verdicts_staleness,
+        write_judge_batch,
+    )
+    from eval_diagnosis.pipeline import (
+        _grade_all,
+        _mkdir,
+        _notes,
+        _write_atomic,
+        _write_outputs,
+        run_agreement,
+    )
+
+    out_dir = Path(out_dir)
+    if batch is not None:
+        pairs = _pairs(eval_set, answers, agreement, invalid)
+        done = RecordedJudge(Path(collect)).known() if collect is not None and Path(collect).exists() else set()
+        counts = write_judge_batch(pairs, grader, Path(batch), done)
+        return StageReport(stage="grade", counts=counts, outputs={"batch": str(batch)},
+                           notes=[f"wrote {counts['batch_requests']} judge requests ({judge_spec(grader)[0]} Batch "
+                                  "format); submit the file, then run grade --collect RESULTS"])
+    if collect is not None:
+        judge_spec(grader)
+        judge = RecordedJudge(Path(collect), name=grader)
+        if agreement is not None:
+            res = run_agreement(Path(agreement), judge, invalid=invalid)
+            _mkdir(out_dir)
+            _write_atomic(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
+            return StageReport(stage="grade", counts={"labels": res["n"], "errors": res["errors"]},
+                               outputs={"agreement": str(out_dir / "agreement.json")},
+                               notes=[_agreement_line(res, f"{grader} (collected) vs the labels")])
+        if eval_set is None or answers is None:
+            raise UserError("--collect needs --eval-set and --answers, or --agreement LABELS.jsonl")
+        items = load_eval_set(Path(eval_set), invalid)
+        rows = sorted((r for r in load_answers(Path(answers), invalid) if r.id in {it.id for it in items}),
+                      key=lambda r: (r.model, r.id))
+        _mkdir(out_dir)
+        grades = _grade_all(judge, {it.id: it for it in items}, rows, None, 1)
+        results = _write_outputs(out_dir, items, rows, grades, judge.name, grader_card(judge))
+        return StageReport(stage="grade", counts={"answers": len(rows), "hits": sum(g.hit for g in grades),
+                                                  "errors": sum(g.error is not None for g in grades)},
+                           outputs={"grades": str(out_dir / "grades.jsonl"), "results": str(out_dir / "results.json")},
+                           notes=_notes(results))
+    assert verdicts is not None
+    if agreement is None:
+        raise UserError("--verdicts needs --agreement LABELS.jsonl (the labeled answers the verdicts were made for)")
+    folder = Path(verdicts)
+    manifest = read_verdict_manifest(folder)
+    stale = _stale(manifest, verdicts_staleness, allow_stale, folder)
+    part = recorded_part(folder, Path(agreement))
+    who = manifest.model if manifest else "unknown model"
+    judge = RecordedJudge(part, name=f"llm (recorded: {who})" + (" STALE" if stale else ""))
+    graders: list[tuple[str, Grader]] = [("offline grader (lexical)", _offline()),
+                                         ("judge (recorded verdicts)", judge),
+                                         ("cascade (lexical, uncertain to the judge)", _cascade(judge))]
+    out: dict[str, Any] = {"verdicts": str(folder), "manifest": manifest.to_json() if manifest else None,
+                           "stale": stale, "graders": {}}
+    notes = [f"recorded verdicts of {who}" + (f", STALE: {stale}" if stale else "")
+             + (f" ({manifest.judge_prompt_version}, {manifest.date}; {manifest.method})" if manifest else
+                " (no manifest: provenance unknown)")]
+    counts: dict[str, int] = {}
+    for label, g in graders:
+        res = run_agreement(Path(agreement), g, invalid=invalid)
+        out["graders"][label] = {k: v for k, v in res.items() if k != "disagreements"}
+        notes.append(_agreement_line(res, label))
+        sent = getattr(g, "sent_to_judge", None)
+        if sent is not None:
+            notes[-1] += f"; {sent} of {res['n'] + res['errors']} answers sent to the judge"
+            counts["sent_to_judge"] = sent
+    counts["labels"] = out["graders"]["offline grader (lexical)"]["n"]
+    _mkdir(out_dir)
+    _write_atomic(out_dir / "agreement.json", json.dumps(out, indent=2, ensure_ascii=False))
+    return StageReport(stage="grade", counts=counts, outputs={"agreement": str(out_dir / "agreement.json")},
+                       notes=notes)
+
+
+def _stale(manifest: Any, staleness: Any, allow: bool, folder: Path) -> str | None:
+    stale = staleness(manifest)
+    if stale and not allow:
+        raise UserError(f"the verdicts in {folder} are stale ({stale}): not scored; record them again for the "
+                        "current judge prompt (or pass --allow-stale to see the old figures, labeled stale)")
+    return stale
+
+
+def _offline() -> Grader:
+    return make_grader("lexical")
+
+
+def _cascade(judge: Grader) -> Grader:
+    from eval_diagnosis.graders.cascade import CascadeGrader
+
+    return CascadeGrader(_offline(), judge)

@@ -164,22 +164,41 @@ def _examples(items: list[EvalItem], grades: list[Grade], answers: dict[tuple[st
 
 
 def _agreement(card: dict[str, Any], uncertain: int) -> str:
-    """How far to trust the hit rates: the grader's measured agreement with human labels."""
+    """How far to trust the hit rates: the grader's measured agreement with the labeled answers (and who made
+    those labels), its controls, and for an offline grader that its figures are an estimate."""
     if not card:
         return ""
-    if not card.get("measured"):
-        return (f"<p class=agree>Grader agreement with human labels: not measured for "
-                f"<code>{escape(str(card.get('grader', '')))}</code>; measure it with "
-                f"<code>{escape(str(card.get('how', '')))}</code>.</p>")
-    ci = card.get("ci95") or {}
-    acc, kap = ci.get("accuracy") or [None, None], ci.get("kappa") or [None, None]
 
-    def rng(v: list[Any]) -> str:
-        return f" [{v[0]:.2f}, {v[1]:.2f}]" if v[0] is not None else ""
-    return (f"<p class=agree>Grader agreement with human labels ({card.get('n')} labeled answers, "
-            f"<code>{escape(str(card.get('labels', '')))}</code>): accuracy {card.get('accuracy', 0):.2f}{rng(acc)}, "
-            f"Cohen's kappa {card.get('kappa', 0):.2f}{rng(kap)}. {int(uncertain)} grade(s) here were uncertain "
-            "(near the grader's threshold).</p>")
+    def rng(v: list[Any] | None) -> str:
+        return f" [{v[0]:.2f}, {v[1]:.2f}]" if v and v[0] is not None else ""
+
+    if not card.get("measured"):
+        jp = card.get("judge_prompt") or {}
+        prompt = ""
+        if jp:
+            ci = jp.get("ci95") or {}
+            prompt = (f" The judge prompt ({escape(str(jp.get('prompt_version')))}) agreed with the frozen labels "
+                      f"on {jp.get('n')} answers at accuracy {jp.get('accuracy', 0):.2f}{rng(ci.get('accuracy'))}, "
+                      f"kappa {jp.get('kappa', 0):.2f}{rng(ci.get('kappa'))} when "
+                      f"{escape(str(jp.get('recorded_by')))} answered it (labels: "
+                      f"{escape(str(jp.get('labeled_by')))}); a cheaper judge model may agree less.")
+        return (f"<p class=agree>Grader agreement with the labels: not measured for "
+                f"<code>{escape(str(card.get('grader', '')))}</code>; measure it with "
+                f"<code>{escape(str(card.get('how', '')))}</code>.{prompt}</p>")
+    ci = card.get("ci95") or {}
+    ctrl = card.get("controls") or {}
+    other = ctrl.get("other_type") or {}
+    control = (f" Answers written for another item of another type were graded hits {100 * other['hit_rate']:.1f}% "
+               f"of the time{rng([100 * x for x in other['ci95']] if other.get('ci95') else None).replace('.00', '')}."
+               if other else "")
+    estimate = (" These hit rates are an <b>estimate</b> of the offline grader; grade with "
+                "<code>--grader lexical+llm:PROVIDER:MODEL</code> to have a judge decide its uncertain grades."
+                if card.get("estimate") else "")
+    return (f"<p class=agree>Grader agreement with the labels ({card.get('n')} labeled answers, "
+            f"<code>{escape(str(card.get('labels', '')))}</code>; labels: {escape(str(card.get('labeled_by', 'not recorded')))}): "
+            f"accuracy {card.get('accuracy', 0):.2f}{rng(ci.get('accuracy'))}, "
+            f"Cohen's kappa {card.get('kappa', 0):.2f}{rng(ci.get('kappa'))}.{control} {int(uncertain)} grade(s) here "
+            f"were uncertain (near the grader's threshold).{estimate}</p>")
 
 
 def render_html(results: dict[str, Any], items: list[EvalItem], grades: list[Grade],

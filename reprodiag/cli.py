@@ -567,20 +567,33 @@ def grade(
     grader: Annotated[str, typer.Option(help="lexical, lexical-v1, llm:SPEC, llm-free:SPEC or lexical+llm:SPEC.")]
     = "lexical",
     out_dir: Annotated[Path, typer.Option("--out", "-o")] = Path("reprodiag-grades"),
-    agreement: Annotated[Path | None, typer.Option(help="Human labels JSONL: report grader agreement.")] = None,
+    agreement: Annotated[Path | None, typer.Option(help="Labeled answers JSONL: report the grader's agreement with them.")] = None,
     controls: Annotated[bool, typer.Option("--controls", help="Shifted-answer, gold-answer and hedge controls.")]
     = False,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Record malformed input lines in "
                                                "OUT/invalid-lines.jsonl and go on.")] = False,
+    batch: Annotated[Path | None, typer.Option(help="Write the judge's Batch API requests here (with --grader "
+                                               "llm:openai:MODEL or llm:anthropic:MODEL) instead of grading.")] = None,
+    collect: Annotated[Path | None, typer.Option(help="Grade from a Batch API results file of the judge (with "
+                                                 "--batch: leave out the answers it already judged).")] = None,
+    verdicts: Annotated[Path | None, typer.Option(help="A recorded verdict set (e.g. eval_diagnosis/data/verdicts): "
+                                                  "with --agreement, the judge, the cascade and the offline grader "
+                                                  "side by side.")] = None,
+    allow_stale: Annotated[bool, typer.Option(help="With --verdicts: score verdicts made for another judge prompt "
+                                              "(labeled stale).")] = False,
 ) -> None:
-    """Grade given answers without calling any model, measure a grader against human labels, or run controls.
+    """Grade given answers without calling any model, measure a grader against labeled answers, or run controls.
 
     Example: reprodiag grade --agreement eval_diagnosis/data/answers_real/test.jsonl --controls -o grades/
+    Judge by batch: reprodiag grade --agreement LABELS --grader llm:openai:gpt-5-mini --batch judge.jsonl
+    Recorded verdicts: reprodiag grade --agreement eval_diagnosis/data/answers_real/test.jsonl
+    --verdicts eval_diagnosis/data/verdicts
     """
     from eval_diagnosis.pipeline import run_grade
 
     _report(run_grade(eval_set, answers=answers, grader=grader, out_dir=out_dir, agreement=agreement,
-                      controls=controls, skip_invalid=skip_invalid))
+                      controls=controls, skip_invalid=skip_invalid, batch=batch, collect=collect,
+                      verdicts=verdicts, allow_stale=allow_stale))
 
 
 # ---------------------------------------------------------------------------- orchestration

@@ -13,6 +13,10 @@ marked ``uncertain``. A judge reply that is not such JSON is retried once, then 
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
 from eval_diagnosis.answers import parse_directions
 from eval_diagnosis.graders.base import DirectionGrade, Grade
 from eval_diagnosis.prompt import user_prompt
@@ -20,12 +24,25 @@ from eval_diagnosis.providers import ChatClient, ProviderError
 from reprodiag.jsontext import first_json_object
 from reprodiag.schema import EvalItem
 
+#: Changes with every change of the judge's system prompt or request layout: recorded verdicts made for
+#: another version are stale.
+JUDGE_PROMPT_VERSION = "judge-v2"
 JUDGE_SYSTEM = (
-    "You grade answers to a machine-learning reproduction diagnosis question. For each numbered direction "
-    "decide whether it names the true root cause (same underlying cause, paraphrases and other languages "
-    "count; vague category names like 'hyperparameters' or 'the data', a direction the answer itself rules "
-    "out, and a list that names every possible category do not). Reason first, then decide. Reply with JSON "
-    'only: {"verdicts": [{"n": <direction number>, "reasoning": "one sentence", "match": true|false}, ...one per '
+    "You grade answers to a machine-learning reproduction diagnosis question against the item's true root "
+    "cause. For each numbered direction decide whether it names the true root cause.\n"
+    "- A hit names the same underlying cause: the same mechanism, in any words or language.\n"
+    "- Not a hit: a bare category ('hyperparameters', 'the data', 'evaluation differences'); a list that names "
+    "every category; a direction the answer itself rules out.\n"
+    "- The right category with a different mechanism is a miss (another library's version when the cause is the "
+    "PyTorch version; 'unfixed seeds' when the cause is nondeterminism under a fixed seed). A version mismatch of "
+    "the right library is a hit, whichever way it suggests to move.\n"
+    "- A direction written for another problem (it names this item's cause only through details this item does "
+    "not have) is a miss.\n"
+    "- A fragment of a direction is a hit only if it names the mechanism on its own.\n"
+    "- A cause with two parts: naming the part the thread establishes as decisive is a hit; naming only a "
+    "secondary part is a miss.\n"
+    "Reason first, then decide. Reply with JSON only: "
+    '{"verdicts": [{"n": <direction number>, "reasoning": "one sentence", "match": true|false}, ...one per '
     'direction], "reason": "one sentence"}.'
 )
 FREE_SYSTEM = (
@@ -87,6 +104,55 @@ def _parse_verdict(text: str, n: int, order: list[int] | None = None) -> list[bo
     return out
 
 
+@dataclass(frozen=True)
+class JudgeRequest:
+    """What the judge is asked about one answer: its parsed directions, their texts, the order they are shown
+    in, the prompt, and the request's custom id (stable for the same item, answer, prompt version and pass)."""
+
+    dirs: list[Any]
+    texts: list[str]
+    order: list[int]
+    system: str
+    prompt: str
+    custom_id: str
+
+
+def judge_custom_id(item: EvalItem, answer: str, reference: bool = True, salt: int = 0) -> str:
+    """A Batch-API-safe id of one judge request."""
+    key = f"{JUDGE_PROMPT_VERSION}\n{int(reference)}\n{salt}\n{item.id}\n{item.gold_root_cause}\n{answer}"
+    return "jd-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:40]
+
+
+def judge_request(item: EvalItem, answer: str, reference: bool = True, salt: int = 0) -> JudgeRequest | Grade:
+    """The judge request for ``answer`` (pass ``salt``: 0 first, 1 the second order), or the Grade at once when
+    there is nothing to ask (an empty or unparsable answer is a miss)."""
+    dirs = parse_directions(answer)
+    if not dirs:
+        why = "empty answer" if not (answer or "").strip() else "no parsable direction (garbage answer)"
+        return Grade(id=item.id, reason=f"miss: {why}")
+    texts = [(d.raw or d.full)[:500] for d in dirs]
+    order = _order(item, answer, len(texts), salt)
+    return JudgeRequest(dirs, texts, order, JUDGE_SYSTEM if reference else FREE_SYSTEM,
+                        _judge_prompt(item, texts, reference, order), judge_custom_id(item, answer, reference, salt))
+
+
+def verdict_grade(item: EvalItem, req: JudgeRequest, verdict: list[bool], grader: str, *, note: str = "",
+                  uncertain: bool = False) -> Grade:
+    """The Grade of a judge's per-direction verdicts (in the answer's own order)."""
+    graded = [DirectionGrade(text=t, matched=m, justified=d.justified)
+              for t, m, d in zip(req.texts, verdict, req.dirs, strict=True)]
+    rank = next((i for i, g in enumerate(graded, start=1) if g.matched), None)
+    return Grade(id=item.id, hit=rank is not None, hit_rank=rank, directions=graded,
+                 false_positives=sum(not g.matched for g in graded), justified=sum(g.justified for g in graded),
+                 reason=(f"hit at rank {rank}" if rank else "miss: judge matched no direction") + note,
+                 grader=grader, uncertain=uncertain)
+
+
+def parse_verdict(text: str, req: JudgeRequest) -> list[bool] | None:
+    """The verdicts of a judge reply to ``req`` in the answer's own order (None: not the requested JSON)."""
+    return _parse_verdict(text, len(req.texts), req.order)
+
+
 class LLMGrader:
     def __init__(self, chat: ChatClient, *, reference: bool = True) -> None:
         self.chat = chat
@@ -108,12 +174,11 @@ class LLMGrader:
 
     def grade(self, item: EvalItem, answer: str, offline_hit: bool | None = None) -> Grade:
         """``offline_hit``: the offline grader's decision when the caller already has it (the cascade)."""
-        dirs = parse_directions(answer)
-        if not dirs:
-            why = "empty answer" if not (answer or "").strip() else "no parsable direction (garbage answer)"
-            return Grade(id=item.id, reason=f"miss: {why}", grader=self.name)
-        texts = [(d.raw or d.full)[:500] for d in dirs]
-        first = self._ask(item, texts, _order(item, answer, len(texts), 0))
+        req = judge_request(item, answer, self.reference)
+        if isinstance(req, Grade):
+            return req.model_copy(update={"grader": self.name})
+        texts = req.texts
+        first = self._ask(item, texts, req.order)
         if isinstance(first, str):
             return Grade(id=item.id, error=first, reason="error: " + first.split(":")[0], grader=self.name)
         verdict, uncertain, note = first, False, ""
@@ -125,13 +190,7 @@ class LLMGrader:
             elif isinstance(second, list):  # the second pass sides with the offline grader
                 verdict, uncertain = second, True
                 note = " (judge passes disagree: the offline decision is kept)"
-        graded = [DirectionGrade(text=t, matched=m, justified=d.justified)
-                  for t, m, d in zip(texts, verdict, dirs, strict=True)]
-        rank = next((i for i, g in enumerate(graded, start=1) if g.matched), None)
-        return Grade(id=item.id, hit=rank is not None, hit_rank=rank, directions=graded,
-                     false_positives=sum(not g.matched for g in graded), justified=sum(g.justified for g in graded),
-                     reason=(f"hit at rank {rank}" if rank else "miss: judge matched no direction") + note,
-                     grader=self.name, uncertain=uncertain)
+        return verdict_grade(item, req, verdict, self.name, note=note, uncertain=uncertain)
 
     def _offline(self, item: EvalItem, answer: str) -> bool | None:
         """The offline grader's decision (None when its models are unavailable)."""

@@ -54,7 +54,8 @@ def test_misses_are_explained() -> None:
 
 def test_item_without_acceptable_directions_uses_the_root_cause() -> None:
     item = ITEM.model_copy(update={"acceptable_directions": []})
-    assert LexicalGrader().grade(item, "1. The warmup schedule is too short").hit
+    g = LexicalGrader().grade(item, "1. The warmup schedule is too short")
+    assert g.hit or g.uncertain  # offline, a paraphrase below the hit threshold goes to the judge
 
 
 def test_unknown_grader_is_a_user_error() -> None:
@@ -98,4 +99,5 @@ def test_reference_free_judge_on_anthropic(anthropic_server, monkeypatch: pytest
 def test_negated_directions_do_not_hit() -> None:
     gr = LexicalGrader()
     assert not gr.grade(ITEM, "1. It is not the warmup, you already match it; more likely the random seed").hit
-    assert gr.grade(ITEM, "1. The warmup is not long enough for this batch size").hit
+    short = gr.grade(ITEM, "1. The warmup is not long enough for this batch size")
+    assert short.hit or short.uncertain

@@ -29,11 +29,13 @@ def test_real_labels_cover_the_hard_cases() -> None:
 def test_lexical_agrees_on_real_labels_and_keeps_the_shipped_ones() -> None:
     """Measured 0.733 accuracy / 0.469 kappa on these labels with the first word-overlap grader. Neither file
     is a training set of the concept grader (it trains on answers_real/dev.jsonl): both are checks written
-    by other hands."""
+    by other hands. Since the hit threshold was set for precision (0.2.0: 0.767 / 0.54 on the 30, 0.885 / 0.77 on
+    the 78), most disagreements are hits the grader is unsure of: uncertain, so the cascade's judge decides them."""
     res = run_agreement(REAL, LexicalGrader())
-    assert res["accuracy"] >= 0.85 and res["kappa"] >= 0.7, res["disagreements"]
+    assert res["accuracy"] >= 0.75 and res["kappa"] >= 0.5, res["disagreements"]
+    assert res["uncertain_disagreeing"] >= len(res["disagreements"]) - 2, res["disagreements"]
     shipped = run_agreement(DATA / "grader_labels.jsonl", LexicalGrader())
-    assert shipped["accuracy"] >= 0.9 and shipped["kappa"] >= 0.8, shipped["disagreements"]
+    assert shipped["accuracy"] >= 0.85 and shipped["kappa"] >= 0.7, shipped["disagreements"]
 
 
 def _item(et: str, gold: str, acceptable: list[str]) -> EvalItem:

@@ -63,7 +63,8 @@ def test_gold_concepts_are_derived_and_subsume_broader_ones() -> None:
 def test_paraphrase_and_rank_three_are_hits(grader: ConceptGrader) -> None:
     g = grader.grade(LR, "1. The learning rate should be halved: the config was tuned for 16 images per "
                          "iteration and you feed 8.\n2. Random seed.")
-    assert g.hit and g.hit_rank == 1
+    # precision first: a paraphrase the model is not sure of is not credited offline, it is left to the judge
+    assert (g.hit and g.hit_rank == 1) or (g.uncertain and g.confidence is not None and g.confidence > 0.4)
     g3 = grader.grade(LR, "1. Data augmentation differs.\n2. The evaluation uses a different COCO split.\n"
                           "3. The learning rate was not scaled down for the smaller total batch on 4 GPUs.")
     assert g3.hit and g3.hit_rank == 3
@@ -85,7 +86,8 @@ def test_negation_rules_the_cause_out(grader: ConceptGrader) -> None:
 
 
 def test_chinese_answers(grader: ConceptGrader) -> None:
-    assert grader.grade(LR, "1. 学习率没有按照总 batch size 线性缩放：配置默认 8 卡，你只用了 4 卡\n2. 数据集版本").hit
+    zh = grader.grade(LR, "1. 学习率没有按照总 batch size 线性缩放：配置默认 8 卡，你只用了 4 卡\n2. 数据集版本")
+    assert zh.hit or zh.uncertain
     assert not grader.grade(LR, "1. 随机种子不同导致结果波动\n2. 数据预处理不同").hit
 
 
@@ -152,7 +154,9 @@ def test_results_json_states_the_graders_agreement(tmp_path: Path) -> None:
     card = res["grader_agreement"]
     assert card["measured"] and card["n"] >= 200 and card["kappa"] >= 0.7 and len(card["ci95"]["kappa"]) == 2
     html = (tmp_path / "out" / "report.html").read_text()
-    assert "agreement with human labels" in html and f"{card['kappa']:.2f}" in html
+    assert "agreement with the labels" in html and f"{card['kappa']:.2f}" in html
+    assert "applied by a model reader" in html and "estimate" in html  # who labeled, and what the figure is
+    assert card["controls"]["other_type"]["hit_rate"] <= 0.05
 
 
 def test_judge_shuffles_directions_and_grades_again_when_it_disagrees_with_the_offline_grader(
