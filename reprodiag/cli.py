@@ -539,7 +539,9 @@ def eval_(
     eval_set: Annotated[Path, typer.Option(help="Eval set: JSONL file, Parquet, or a build output dir.")],
     model: Annotated[list[str], typer.Option("--model", help="openai:M, anthropic:M, openai-compatible:M@URL, "
                                              "baseline:prior, baseline:rules (repeatable).")],
-    grader: Annotated[str, typer.Option(help="lexical, lexical+llm:SPEC or llm:SPEC.")] = "lexical",
+    grader: Annotated[str, typer.Option(help="auto (the cascade lexical+llm with the judge of a provider whose key "
+                                        "is set, else the offline grader), lexical, lexical+llm:SPEC or llm:SPEC.")]
+    = "auto",
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for grades, results and report.")]
     = Path("reprodiag-eval"),
     concurrency: Annotated[int, typer.Option(min=1, max=256)] = 8,

@@ -5,10 +5,29 @@ from __future__ import annotations
 from eval_diagnosis.graders.base import DirectionGrade, Grade, Grader
 from reprodiag.errors import UserError
 
-GRADER_SPECS = "lexical, lexical-v1, llm:PROVIDER:MODEL, llm-free:PROVIDER:MODEL or lexical+llm:PROVIDER:MODEL"
+GRADER_SPECS = ("auto, lexical, lexical-v1, llm:PROVIDER:MODEL, llm-free:PROVIDER:MODEL or "
+                "lexical+llm:PROVIDER:MODEL")
+
+
+#: ``auto``: the cascade with a provider's judge when its key is set (``OPENAI_API_KEY`` first), else the
+#: offline grader (an estimate).
+AUTO_JUDGES = (("OPENAI_API_KEY", "lexical+llm:openai:gpt-5-mini"),
+               ("ANTHROPIC_API_KEY", "lexical+llm:anthropic:claude-haiku-4-5"))
+
+
+def resolve_grader(spec: str, env: dict[str, str] | None = None) -> str:
+    """``spec`` itself, or for ``auto`` the cascade whose judge has a key in ``env`` (default: the process's
+    environment), else ``lexical``."""
+    import os
+
+    if spec != "auto":
+        return spec
+    env = dict(os.environ) if env is None else env
+    return next((g for key, g in AUTO_JUDGES if (env.get(key) or "").strip()), "lexical")
 
 
 def make_grader(spec: str) -> Grader:
+    spec = resolve_grader(spec)
     if spec == "lexical":
         from eval_diagnosis.graders.concept import ConceptGrader
 

@@ -101,3 +101,13 @@ def test_negated_directions_do_not_hit() -> None:
     assert not gr.grade(ITEM, "1. It is not the warmup, you already match it; more likely the random seed").hit
     short = gr.grade(ITEM, "1. The warmup is not long enough for this batch size")
     assert short.hit or short.uncertain
+
+
+def test_auto_grades_with_the_cascade_when_a_key_is_there() -> None:
+    from eval_diagnosis.graders import resolve_grader
+
+    assert resolve_grader("auto", {}) == "lexical"  # no key: the offline grader, an estimate
+    assert resolve_grader("auto", {"ANTHROPIC_API_KEY": "k"}) == "lexical+llm:anthropic:claude-haiku-4-5"
+    assert resolve_grader("auto", {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}) == "lexical+llm:openai:gpt-5-mini"
+    assert resolve_grader("auto", {"OPENAI_API_KEY": "  "}) == "lexical"
+    assert resolve_grader("lexical", {"OPENAI_API_KEY": "k"}) == "lexical"  # an explicit choice stands
