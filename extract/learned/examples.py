@@ -92,10 +92,15 @@ def value_examples(pos: list[tuple[Labeled, float, bool, Reading]], side: str) -
     return ValueRows(ex, gold, rules)
 
 
+#: How far below the best net exactness (a share of the threads) a value threshold may score and still be chosen.
+VALUE_TOLERANCE = 0.005
+
+
 def _value_threshold(vr: ValueRows, values: list[float]) -> Callable[[list[float], list[int], list[int]], float]:
-    """The threshold of best out-of-fold net exactness per thread, where a wrong value costs
-    ``VALUE_WRONG_COST`` correct ones (a null is better than a wrong value); thresholds below 0.05 are
-    never used."""
+    """The lowest threshold whose out-of-fold net exactness per thread (a wrong value costing
+    ``VALUE_WRONG_COST`` correct ones: a null is better than a wrong value) is within ``VALUE_TOLERANCE`` of the
+    threads of the best; thresholds below 0.05 are never used. The tolerance keeps the choice from jumping
+    along a flat, jagged curve when a few labels change, and prefers giving the value."""
 
     def choose(probs: list[float], _labels: list[int], idx: list[int]) -> float:
         best: dict[str, tuple[float, float]] = {}
@@ -103,7 +108,7 @@ def _value_threshold(vr: ValueRows, values: list[float]) -> Callable[[list[float
             k = vr.examples.key[i]
             if k not in best or p > best[k][0]:
                 best[k] = (p, values[i])
-        top_t, top_score = 0.99, -float("inf")
+        scores: list[tuple[float, int]] = []
         for t in sorted({round(p, 4) for p, _ in best.values() if p >= 0.05} | {0.5, 0.99}):
             correct = wrong = 0
             for k, (p, v) in best.items():
@@ -113,10 +118,9 @@ def _value_threshold(vr: ValueRows, values: list[float]) -> Callable[[list[float
                     wrong += not _same(v, g)
                 else:
                     correct += g is None
-            score = correct - VALUE_WRONG_COST * wrong
-            if score > top_score:
-                top_t, top_score = t, score
-        return top_t
+            scores.append((t, correct - VALUE_WRONG_COST * wrong))
+        top = max(sc for _t, sc in scores)
+        return min(t for t, sc in scores if sc >= top - VALUE_TOLERANCE * len(best))
 
     return choose
 

@@ -311,7 +311,9 @@ def test_offline_records_become_eval_items_only_when_asked(tmp_path: Path) -> No
     card = (tmp_path / "asked" / "README.md").read_text(encoding="utf-8")
     n = asked.counts["eval items"]
     assert f"| eval | offline: {n} |" in card and f"**{n} eval item(s) come from the offline reader**" in card
-    assert "eval_sound 0.41" in card  # the offline reader's measured figure, named where its items are used
+    from extract.measured import OFFLINE
+
+    assert f"eval_sound {OFFLINE.eval_sound:.2f}" in card  # the offline reader's measured figure, where its items are
 
 
 def test_in_a_mixed_workspace_eval_items_come_from_the_llm_reader(tmp_path: Path) -> None:
