@@ -10,6 +10,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -167,3 +170,39 @@ def test_eval_runs_the_trained_checkpoint(trained: dict[str, Any], build: Path, 
     assert len(answers) == results["n_items"] and all(isinstance(a["answer"], str) and not a.get("error")
                                                       for a in answers)
     assert (out / "report.html").read_text(encoding="utf-8").count(spec) >= 1
+
+
+def test_the_readme_trl_commands_take_a_build_and_a_configuration(build: Path, tokenizer: Any, tmp_path: Path) -> None:
+    """``trl sft`` on ``sft_full`` and ``trl dpo`` on ``dpo`` as the README shows them (the build folder and a
+    configuration name), one step each, from a saved tiny base model; offline."""
+    from reprodiag.tiny_lm import tiny_causal_lm
+
+    base = tmp_path / "base"
+    tiny_causal_lm(tokenizer).save_pretrained(str(base))
+    tokenizer.save_pretrained(str(base))
+    trl = Path(sys.executable).with_name("trl")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    cpu = ["--max_steps", "1", "--per_device_train_batch_size", "2", "--use_cpu", "--bf16", "False",
+           "--report_to", "none", "--save_strategy", "no", "--max_length", "4096"]
+    for cmd, model, config in (("sft", base, "sft_full"), ("dpo", tmp_path / "sft", "dpo")):
+        proc = subprocess.run([str(trl), cmd, "--model_name_or_path", str(model), "--dataset_name", str(build),
+                               "--dataset_config", config, "--output_dir", str(tmp_path / cmd), *cpu],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert (tmp_path / cmd / "config.json").is_file() and (tmp_path / cmd / "chat_template.jinja").is_file()
+
+
+def test_a_checkpoint_without_a_chat_template_is_one_line(trained: dict[str, Any], build: Path, tmp_path: Path,
+                                                          cli: Callable[..., Any]) -> None:
+    import shutil
+
+    ckpt = tmp_path / "plain"
+    shutil.copytree(trained["root"] / "sft", ckpt)
+    (ckpt / "chat_template.jinja").unlink(missing_ok=True)
+    cfg = json.loads((ckpt / "tokenizer_config.json").read_text())
+    cfg.pop("chat_template", None)
+    (ckpt / "tokenizer_config.json").write_text(json.dumps(cfg))
+    proc = cli("eval", "--eval-set", str(build / "eval"), "--model", f"hf:{ckpt}", "-o", str(tmp_path / "o"),
+               env={"OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 2 and "has no chat template" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
