@@ -274,7 +274,7 @@ def _mixes_section(f: CardFacts, *, n_dpo: int) -> str:
               f"{TARGET_RESOLVED_SHARE:.0%} resolved).{capped} `weight` (the temporal tier weight) is a per-sample "
               "loss weight a trainer may apply." + (f" `sft` also holds {f.resolution['unresolved']} row(s) of "
                                                     "unresolved threads without a valuable diagnosis, in neither mix."
-                                                    if f.resolution.get("unresolved") else ""), ""]
+                                                    if f.resolution.get("unresolved") else ""), "", ""]
     return "\n".join(lines)
 
 
