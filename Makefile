@@ -1,15 +1,17 @@
-# reprodiag: the two README commands are `make demo` and `make test`.
+# reprodiag: the two README commands are `make demo` and `make test` (CI also runs `make test-train`).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 # the demo needs the package and its `cases` extra; the tests and lint need `dev` (Ray, pytest, ruff, notebooks)
 DEMO_STAMP := $(VENV)/.installed-cases
 STAMP := $(VENV)/.installed-dev
+# `make test-train` adds the `train` extra (torch CPU wheel, transformers, trl: about 700 MB) to the same venv
+TRAIN_STAMP := $(VENV)/.installed-train
 WORKSPACE ?= reprodiag-workspace
 # test processes (pytest-xdist, one test file per worker at a time): the cores, at most 4
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
-.PHONY: demo test lint sysdeps sysdeps-sandbox bench clean gpu-test
+.PHONY: demo test test-train lint sysdeps sysdeps-sandbox bench clean gpu-test
 
 $(DEMO_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +22,10 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP) $(DEMO_STAMP)
+
+$(TRAIN_STAMP): pyproject.toml $(STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,train]'
+	@touch $(TRAIN_STAMP)
 
 # Debian packages, installed with apt-get when root and missing (name:package, the command looked for first):
 # bubblewrap for the sandbox and slirp4netns (a setup step that asks for the network gets one of its own, without
@@ -50,8 +56,12 @@ sysdeps:
 demo: $(DEMO_STAMP) sysdeps-sandbox
 	$(VENV)/bin/reprodiag -w $(WORKSPACE) demo
 
+# the `train` tests (TRL on the demo build, `eval --model hf:`, notebooks/train_and_eval.ipynb) run in test-train
 test: $(STAMP) sysdeps
-	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile -m 'not gpu and not slow and not train'
+
+test-train: $(TRAIN_STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile -m train
 
 gpu-test: $(STAMP) sysdeps
 	$(PY) -m pytest -q -m gpu

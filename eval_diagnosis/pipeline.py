@@ -162,22 +162,25 @@ def _invalid_report(rep: StageReport, invalid: InvalidLines | None, out_dir: Pat
 
 
 def run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, concurrency: int,
-             store: Store | None, skip_invalid: bool = False) -> StageReport:
+             store: Store | None, skip_invalid: bool = False, max_new_tokens: int | None = None) -> StageReport:
     """Answer every item with every model (resumable), grade, write grades/results/report. ``skip_invalid``:
-    bad eval-set lines are recorded in ``out_dir/invalid-lines.jsonl`` instead of stopping."""
+    bad eval-set lines are recorded in ``out_dir/invalid-lines.jsonl`` instead of stopping.
+    ``max_new_tokens``: the longest answer of a local ``hf:`` checkpoint, in tokens (None: the runner's
+    default)."""
     invalid = InvalidLines() if skip_invalid else None
     return _invalid_report(_run_eval(eval_set, models=models, grader=grader, out_dir=out_dir,
-                                     concurrency=concurrency, store=store, invalid=invalid), invalid, out_dir)
+                                     concurrency=concurrency, store=store, invalid=invalid,
+                                     max_new_tokens=max_new_tokens), invalid, out_dir)
 
 
 def _run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, concurrency: int,
-              store: Store | None, invalid: InvalidLines | None) -> StageReport:
+              store: Store | None, invalid: InvalidLines | None, max_new_tokens: int | None = None) -> StageReport:
     items = load_eval_set(Path(eval_set), invalid)
     specs = list(dict.fromkeys(models))
     if not specs:
         raise UserError("give at least one --model")
     grader_obj = make_grader(grader)
-    runners = [make_runner(s, items) for s in specs]
+    runners = [make_runner(s, items, max_new_tokens=max_new_tokens) for s in specs]
     out_dir = Path(out_dir)
     _mkdir(out_dir)
     answers_path = out_dir / "answers.jsonl"

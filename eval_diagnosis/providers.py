@@ -117,7 +117,7 @@ def make_chat(spec: str, env: dict[str, str] | None = None) -> ChatClient:
     provider, _, rest = spec.partition(":")
     if not rest:
         raise UserError(f"model spec {spec!r} must look like provider:MODEL "
-                        "(openai:, anthropic:, openai-compatible:MODEL@URL, baseline:prior, baseline:rules)")
+                        "(openai:, anthropic:, openai-compatible:MODEL@URL, hf:PATH, baseline:prior, baseline:rules)")
     if provider == "openai":
         return OpenAIChat(spec, rest, api_key("OPENAI_API_KEY", env), env.get("OPENAI_BASE_URL") or None)
     if provider == "anthropic":
@@ -128,4 +128,4 @@ def make_chat(spec: str, env: dict[str, str] | None = None) -> ChatClient:
             raise UserError(f"model spec {spec!r} must look like openai-compatible:MODEL@http://host:port/v1")
         return OpenAIChat(spec, model, api_key("OPENAI_API_KEY", env, required=False), url)
     raise UserError(f"unknown model provider {provider!r} in {spec!r}; "
-                    "use openai:, anthropic:, openai-compatible:MODEL@URL, baseline:prior or baseline:rules")
+                    "use openai:, anthropic:, openai-compatible:MODEL@URL, hf:PATH, baseline:prior or baseline:rules")

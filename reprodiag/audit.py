@@ -21,6 +21,9 @@ the wrong thing. Per dataset and split:
   a phrase every row carries teaches the form, not the diagnosis;
 * eval items: the gold root cause is a declarative cause (not a question, greeting or instruction), and no
   eval repository is also a training repository;
+* the SFT mixes (``sft_resolved``, ``sft_full``; :mod:`reprodiag.mixes`), where the build wrote them: rows per
+  split and resolution type, rows that are not a row of ``sft``'s same split, and rows of a resolution type
+  the mix does not hold (both must be 0);
 * counts per error type, tier, resolution type and verified.
 
 A check fails when its figure crosses the limit in ``LIMITS``; ``--strict`` exits 1 then.
@@ -43,7 +46,7 @@ LEAK_THRESHOLD = 0.6
 NEAR_DUP_JACCARD = 0.9
 LIMITS = {"leak_rows": 0, "pii_rows": 0, "shortcut_accuracy": 0.65, "length_ratio_low": 0.8,
           "length_ratio_high": 1.25, "rejected_max_repeats": 2, "non_declarative_gold": 0, "repo_overlap": 0,
-          "fragment_lines": 0, "common_sentence_share": 0.05}
+          "fragment_lines": 0, "common_sentence_share": 0.05, "mix_rows_wrong": 0}
 #: A sentence found in at least this share of a dataset's answers counts as common (boilerplate).
 COMMON_SENTENCE_ROWS = 0.05
 _CAUSE_LINE = re.compile(r"^(?:Root cause|Most likely cause[^:\n]*):\s*(.+)$", re.M)
@@ -337,9 +340,39 @@ def audit(root: Path, participants: dict[str, list[str]] | None = None) -> dict[
         failed.append("rejected_repeats")
     if max(checks["common_sentence_share"], checks["common_rows_share"]) > LIMITS["common_sentence_share"]:
         failed.append("common_sentences")
+    report["mixes"], checks["mix_rows_wrong"] = mix_report(root, found["sft"])
+    if checks["mix_rows_wrong"] > LIMITS["mix_rows_wrong"]:
+        failed.append("mixes")
     report["checks"] = checks
     report["failed"] = failed
     return report
+
+
+def mix_report(root: Path, sft_splits: dict[str, Path]) -> tuple[dict[str, Any], int]:
+    """The SFT mixes found under ``root`` (mix → split → ``{rows, resolution, not_in_sft, off_mix}``) and the
+    number of wrong rows over all of them: a row whose thread id is not in ``sft``'s same split, or whose
+    resolution type the mix does not hold. A build without mix folders (older builds) reports none."""
+    import polars as pl
+
+    from reprodiag.mixes import SFT_MIXES
+
+    out: dict[str, Any] = {}
+    wrong = 0
+    for mix in SFT_MIXES:
+        splits = _splits(root, mix.name)
+        if not splits:
+            continue
+        out[mix.name] = {}
+        for split, path in splits.items():
+            df = pl.read_parquet(path, columns=["thread_id", "resolution_type"])
+            base = sft_splits.get(split)
+            ids = set(pl.read_parquet(base, columns=["thread_id"])["thread_id"].to_list()) if base else set()
+            not_in = sum(t not in ids for t in df["thread_id"].to_list())
+            off = sum(r not in (mix.resolution or ()) for r in df["resolution_type"].to_list())
+            out[mix.name][split] = {"rows": df.height, "not_in_sft": not_in, "off_mix": off,
+                                    "resolution": dict(Counter(df["resolution_type"].to_list()))}
+            wrong += not_in + off
+    return out, wrong
 
 
 def audit_summary_lines(rep: dict[str, Any]) -> list[str]:
@@ -375,6 +408,8 @@ def audit_summary_lines(rep: dict[str, Any]) -> list[str]:
         f"boilerplate: rows holding a sentence found in >= {COMMON_SENTENCE_ROWS:.0%} of the answers, most over "
         f"SFT and DPO chosen (limit {LIMITS['common_sentence_share']:.0%}): "
         f"{c.get('common_rows_share', 0.0):.1%} ({mark('common_sentences')})",
+        *([f"SFT mix rows ({', '.join(rep['mixes'])}) that are not sft rows of their split or not of the mix's "
+           f"resolution types: {c.get('mix_rows_wrong', 0)} ({mark('mixes')})"] if rep.get("mixes") else []),
     ]
 
 

@@ -23,8 +23,9 @@ queue leaves SFT and DPO), ``--reviewed-only`` builds the eval set from accepted
 card reports the reviewed share per type and the agreement figures (:mod:`reprodiag.review.agreement`). With
 nothing reviewed the build is what it was without reviews.
 
-Output (``OUT``): ``sft/``, ``dpo/``, ``eval/`` (``DatasetDict.save_to_disk`` plus
-``<split>.parquet``) and ``README.md`` (dataset card). The whole directory is built under a
+Output (``OUT``): one folder per configuration (:mod:`reprodiag.mixes`): ``sft/``, the SFT mixes
+``sft_resolved/`` and ``sft_full/`` (subsets of ``sft``), ``dpo/``, ``eval/`` (``DatasetDict.save_to_disk`` plus
+``<split>.parquet``), and ``README.md`` (dataset card, whose ``configs:`` make ``load_dataset(OUT, NAME)`` work). The whole directory is built under a
 temporary name and renamed into place, so a killed build leaves the previous ``OUT`` intact.
 """
 
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from reprodiag import console as out
 from reprodiag.card import CardFacts, dataset_card
 from reprodiag.errors import UserError
+from reprodiag.mixes import CONFIGS, SFT_MIXES, MixFacts, sft_mixes
 from reprodiag.pairs import Candidate, Rejected, choose_donors, donor_pair, swapped
 from reprodiag.rowtext import (
     MAX_OPENING_CHARS,
@@ -530,12 +532,13 @@ def eval_item(src: RowSource, gold: str, *, paper_titles: dict[str, str],
 
 
 def _features(name: str) -> Any:
+    """The columns of dataset ``name`` (an SFT mix has the columns of ``sft``)."""
     from datasets import Features, Value
 
     msg = [{"role": Value("string"), "content": Value("string")}]
     common = {"weight": Value("float64"), "verified": Value("bool"), "error_type": Value("string"),
               "thread_id": Value("string"), "repo": Value("string"), "created_year": Value("int64")}
-    if name == "sft":
+    if name == "sft" or name in {m.name for m in SFT_MIXES}:
         return Features({"messages": msg, **common, "resolution_type": Value("string"), "tier": Value("string")})
     if name == "dpo":
         return Features({"prompt": msg, "chosen": msg, "rejected": msg, **common,
@@ -605,7 +608,7 @@ def _push(out_dir: Path, repo_id: str, token: str) -> None:
     from datasets import load_from_disk
 
     try:
-        for name in ("sft", "dpo", "eval"):
+        for name in CONFIGS:
             load_from_disk(str(out_dir / name)).push_to_hub(repo_id, config_name=name, token=token)
         from huggingface_hub import HfApi
 
@@ -905,8 +908,13 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
              "reader_figures": _reader_figures(), "review": c.review}
     tmp = _prepare_out(out_dir)
     try:
-        sizes = {"sft": _save("sft", _by_split(c.sft_rows), tmp)}
-        c.sft_rows = []  # written: each dataset's rows are let go before the next is built
+        sft_splits = _by_split(c.sft_rows)
+        sizes = {"sft": _save("sft", sft_splits, tmp)}
+        mix_facts: dict[str, MixFacts] = {}
+        for name, (rows, mf) in sft_mixes(sft_splits, seed=seed).items():  # the same row objects, no copies
+            sizes[name] = _save(name, rows, tmp)
+            mix_facts[name] = mf
+        c.sft_rows, sft_splits = [], {}  # written: each dataset's rows are let go before the next is built
         sizes["dpo"] = _save("dpo", _by_split(c.dpo_rows), tmp)
         c.dpo_rows = []
         sizes["eval"] = _save("eval", {"test": c.items}, tmp)
@@ -915,7 +923,8 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
         card = dataset_card(CardFacts(
             funnel=funnel, sizes=sizes, tiers=c.tiers, eval_types=eval_types, shortfall=carve.shortfall,
             per_type_min=per_type_min, per_type_max=per_type_max, seed=seed, eval_repos=len(carve.eval_repos),
-            left_out=dict(left_out), eval_after=eval_after, audit_lines=audit_summary_lines(audit_rep), **facts))
+            left_out=dict(left_out), eval_after=eval_after, audit_lines=audit_summary_lines(audit_rep),
+            mixes=mix_facts, **facts))
         (tmp / "README.md").write_text(card, encoding="utf-8")
         (tmp / MARKER).write_text("reprodiag build output; safe to replace with `reprodiag build`\n",
                                   encoding="utf-8")
@@ -938,14 +947,14 @@ def run_build(store: Store, out_dir: Path, *, per_type_min: int, per_type_max: i
               "held out with eval repos": len(carve.held_out),
               "filtered tier (excluded)": c.filtered_for_train,
               **{f"left out ({k})": v for k, v in sorted(left_out.items())},
+              **{f"{name} rows": mf.total for name, mf in mix_facts.items()},
               **{f"eval {t}": eval_types[t] for t in ERROR_TYPES}}
     if c.review is not None:
         counts["eval reviewed"] = c.review.reviewed_eval
         notes.append(c.review.summary_line())
     return StageReport(stage="build", counts=counts, notes=notes,
-                       outputs={"sft": str(out_dir / "sft"), "dpo": str(out_dir / "dpo"),
-                                "eval": str(out_dir / "eval"), "card": str(out_dir / "README.md"),
-                                "audit": str(out_dir / "audit.json")})
+                       outputs={**{name: str(out_dir / name) for name in CONFIGS},
+                                "card": str(out_dir / "README.md"), "audit": str(out_dir / "audit.json")})
 
 
 def _reader_figures() -> dict[str, str]:

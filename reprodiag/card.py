@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from reprodiag.mixes import TARGET_RESOLVED_SHARE, MixFacts
 from reprodiag.schema import ERROR_TYPES
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ class CardFacts:
     eval_from: str = "llm"
     #: people's reviews (``reprodiag review``); None when the workspace holds none
     review: ReviewFacts | None = None
+    #: SFT mix name (``sft_resolved``, ``sft_full``) → its rows and resolution mix (:mod:`reprodiag.mixes`)
+    mixes: dict[str, MixFacts] = field(default_factory=dict)
 
 
 def dataset_card(f: CardFacts) -> str:
@@ -118,7 +121,8 @@ configs:
 
 Threads from the GitHub Issues and Discussions of machine-learning paper repositories in which someone
 could not reproduce a reported number, turned into structured diagnoses (symptom → hypotheses → root
-cause → fix) by {tool}. Three configurations:
+cause → fix) by {tool}. {_count_word(len(f.sizes))} configurations, each loadable by name
+(`load_dataset("PATH_OR_REPO", "sft_full")`) or per folder (`load_from_disk("PATH/sft_full")`):
 
 - `sft`: TRL conversational format (`messages`: system, user, assistant). The user turn holds only what
   the asker knew before the diagnosis: the title and their opening post (quoted replies, e-mail quotes,
@@ -127,7 +131,7 @@ cause → fix) by {tool}. Three configurations:
   is the thread's reasoning in complete sentences. Extra columns: `weight` (temporal tier weight; use it
   as a per-sample loss weight), `verified` (a sandbox replay confirmed the fix), `error_type`,
   `thread_id`, `repo`, `created_year`.
-- `dpo`: `prompt` / `chosen` / `rejected` (conversational; the prompt asks for the cause). Both answers
+{_mix_bullets(f)}- `dpo`: `prompt` / `chosen` / `rejected` (conversational; the prompt asks for the cause). Both answers
   are rendered the same way from real thread content: `refuted_hypothesis` = the thread's refuted
   hypothesis presented as the cause with the true cause ruled out; `other_thread` = the confirmed
   diagnosis of another thread of a different error type (same metric preferred, similar length), its
@@ -139,7 +143,7 @@ cause → fix) by {tool}. Three configurations:
 
 {split_note}
 
-## Provenance and filtering funnel (this build)
+{_mixes_section(f, n_dpo=sum(f.sizes.get("dpo", {}).values()))}## Provenance and filtering funnel (this build)
 
 | stage | count |
 | --- | --- |
@@ -213,6 +217,65 @@ The text comes from public GitHub Issues and Discussions and remains subject to 
 and the rights of its authors; use it for research, and respect removal requests. Paper–code links come
 from the Papers with Code archive (CC BY-SA 4.0). No license is granted beyond those terms.
 """
+
+
+def _count_word(n: int) -> str:
+    words = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"}
+    return words.get(n, str(n))
+
+
+def _mix_bullets(f: CardFacts) -> str:
+    """The card's bullets for the SFT mixes of this build ("" when it has none)."""
+    if not f.mixes:
+        return ""
+    share = 1 - TARGET_RESOLVED_SHARE
+    out = []
+    if "sft_resolved" in f.mixes:
+        out.append("- `sft_resolved`: the `sft` rows of resolved threads only (same columns).\n")
+    if "sft_full" in f.mixes:
+        out.append("- `sft_full`: the `sft` rows of resolved and unresolved-valuable threads (same columns), at\n"
+                   f"  most {share:.0%} unresolved-valuable: the target mix.\n")
+    return "".join(out)
+
+
+def _mix_cell(res: Counter[str]) -> str:
+    n = sum(res.values())
+    return ", ".join(f"{t} {k} ({k / n:.0%})" for t, k in sorted(res.items())) if n else "no rows"
+
+
+def _mixes_section(f: CardFacts, *, n_dpo: int) -> str:
+    """"Training mixes": each configuration mapped to the proposal's experiment group, with this build's rows
+    and resolution mix, and the proposal's expected hit rates (said to be expectations)."""
+    if not f.mixes:
+        return ""
+
+    def rows(name: str) -> str:
+        sp = f.sizes.get(name, {})
+        return ", ".join(f"{s}: {c}" for s, c in sp.items()) or "none"
+
+    res = f.mixes.get("sft_resolved")
+    full = f.mixes.get("sft_full")
+    lines = ["## Training mixes and the proposal's experiment", "",
+             "| experiment group | train on | rows (this build) | mix | hit rate the proposal expects |",
+             "| --- | --- | --- | --- | --- |",
+             "| baseline | nothing (the base model as it is) | – | – | ~40% |"]
+    if res is not None:
+        lines.append(f"| + resolved threads | `sft_resolved` | {rows('sft_resolved')} | {_mix_cell(res.resolution)} "
+                     "| 55–60% |")
+    if full is not None:
+        lines.append(f"| + resolved and unresolved-valuable threads | `sft_full` | {rows('sft_full')} | "
+                     f"{_mix_cell(full.resolution)} | 60–65% |")
+    lines.append(f"| + DPO | `sft_full`, then `dpo` | {rows('dpo') if n_dpo else 'none'} | preference pairs | – |")
+    capped = (f" {full.capped} unresolved-valuable row(s) were left out to hold it (a seeded choice)."
+              if full is not None and full.capped else "")
+    lines += ["", "Every group is measured on `eval` (`reprodiag eval --eval-set PATH/eval --model hf:CHECKPOINT`). "
+              "The hit rates are the proposal's expectations, not measurements of this build. `sft_full` holds at "
+              f"most {1 - TARGET_RESOLVED_SHARE:.0%} unresolved-valuable rows (the target mix: "
+              f"{TARGET_RESOLVED_SHARE:.0%} resolved).{capped} `weight` (the temporal tier weight) is a per-sample "
+              "loss weight a trainer may apply." + (f" `sft` also holds {f.resolution['unresolved']} row(s) of "
+                                                    "unresolved threads without a valuable diagnosis, in neither mix."
+                                                    if f.resolution.get("unresolved") else ""), "", ""]
+    return "\n".join(lines)
 
 
 def _readers_section(f: CardFacts) -> str:

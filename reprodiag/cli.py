@@ -538,6 +538,7 @@ def audit(
 def eval_(
     eval_set: Annotated[Path, typer.Option(help="Eval set: JSONL file, Parquet, or a build output dir.")],
     model: Annotated[list[str], typer.Option("--model", help="openai:M, anthropic:M, openai-compatible:M@URL, "
+                                             "hf:PATH (a local checkpoint; needs reprodiag[train]), "
                                              "baseline:prior, baseline:rules (repeatable).")],
     grader: Annotated[str, typer.Option(help="auto (the cascade lexical+llm with the judge of a provider whose key "
                                         "is set, else the offline grader), lexical, lexical+llm:SPEC or llm:SPEC.")]
@@ -549,16 +550,19 @@ def eval_(
                                                             "low (default), medium or high.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Record malformed eval-set lines in "
                                                "OUT/invalid-lines.jsonl and go on.")] = False,
+    max_new_tokens: Annotated[int | None, typer.Option(min=1, help="hf: models: the longest answer, in tokens "
+                                                       "(default 512).")] = None,
 ) -> None:
     """Run models on the diagnosis benchmark and grade their answers.
 
     Example: reprodiag eval --eval-set datasets/eval --model baseline:prior --model openai:gpt-4o-mini -o results/
+    (a checkpoint you trained: --model hf:checkpoints/sft_full)
     """
     from eval_diagnosis.pipeline import run_eval
 
     _set_effort(reasoning_effort)
     _report(run_eval(eval_set, models=model, grader=grader, out_dir=out_dir, concurrency=concurrency,
-                     store=_store(), skip_invalid=skip_invalid))
+                     store=_store(), skip_invalid=skip_invalid, max_new_tokens=max_new_tokens))
 
 
 @app.command()

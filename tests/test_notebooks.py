@@ -4,6 +4,7 @@ without outputs."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import nbformat
@@ -72,9 +73,34 @@ def test_results_notebook_runs(workspace: Path, monkeypatch: pytest.MonkeyPatch)
     assert _figures(nb) >= 2  # hit rate per type with intervals, hit rate vs false positives
 
 
+TRAIN_DEPS = ("torch", "transformers", "trl")
+
+
+@pytest.mark.train
+@pytest.mark.skipif(not all(_have(m) for m in TRAIN_DEPS),
+                    reason="needs reprodiag[train] (torch, transformers, trl): pip install -e '.[train]' or make "
+                    "test-train")
+def test_train_and_eval_notebook_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:  # noqa: ANN001
+    """build → SFT on sft_full → DPO → eval with hf: on a demo workspace (no replays: the build does not need
+    them), with the tiny model."""
+    workspace = tmp_path / "ws"
+    proc = cli("-q", "demo", "--no-replay", workspace=workspace)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = tmp_path / "train"
+    monkeypatch.delenv("REPRODIAG_BASE_MODEL", raising=False)
+    nb = _run("train_and_eval.ipynb", monkeypatch, REPRODIAG_WORKSPACE=str(workspace), REPRODIAG_TRAIN_OUT=str(out))
+    text = _text(nb)
+    assert "sft_full mix: resolved" in text and "SFT: 10 steps" in text and "DPO: 6 steps" in text
+    assert "model: tiny" in text and "errors 0" in text
+    results = json.loads((out / "eval" / "results.json").read_text())
+    assert set(results["models"]) == {f"hf:{out / c}" for c in ("base", "sft", "dpo")}
+    assert all(m["overall"]["n"] == results["n_items"] for m in results["models"].values())
+    assert _figures(nb) >= 2  # the losses, hit rate per type with intervals
+
+
 def test_notebooks_are_stored_without_outputs() -> None:
     found = sorted(NOTEBOOKS.glob("*.ipynb"))
-    assert {p.name for p in found} >= {"explore.ipynb", "results.ipynb"}
+    assert {p.name for p in found} >= {"explore.ipynb", "results.ipynb", "train_and_eval.ipynb"}
     for p in found:
         nb = nbformat.read(p, as_version=4)
         for cell in nb.cells:

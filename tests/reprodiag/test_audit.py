@@ -174,3 +174,21 @@ def test_a_sentence_every_answer_carries_fails_the_boilerplate_check(tmp_path: P
     assert "common_sentences" in rep["failed"]
     assert any("most shared sentence is in 62.5%" in ln for ln in audit_summary_lines(rep))
     assert answer_sentences("One. Two!\nOne.") == ["one.", "two!"]
+
+
+def test_mix_rows_must_be_sft_rows_of_the_mix(tmp_path: Path) -> None:
+    _clean(tmp_path)
+    sft = pl.read_parquet(tmp_path / "sft" / "train.parquet").to_dicts()
+    _write(tmp_path, "sft_full", "train", sft[:3])
+    _write(tmp_path, "sft_resolved", "train", sft[:2])
+    rep = audit(tmp_path)
+    assert rep["failed"] == [] and rep["checks"]["mix_rows_wrong"] == 0
+    assert rep["mixes"]["sft_full"]["train"]["rows"] == 3
+    assert any("SFT mix rows" in ln and "(pass)" in ln for ln in audit_summary_lines(rep))
+    stranger = dict(sft[0], thread_id="o/elsewhere#9")
+    unresolved = dict(sft[1], resolution_type="unresolved")
+    _write(tmp_path, "sft_full", "train", [stranger, unresolved, sft[2]])
+    rep = audit(tmp_path)
+    assert rep["checks"]["mix_rows_wrong"] == 2 and "mixes" in rep["failed"]
+    assert rep["mixes"]["sft_full"]["train"] == {"rows": 3, "not_in_sft": 1, "off_mix": 1,
+                                                 "resolution": {"resolved": 2, "unresolved": 1}}

@@ -138,6 +138,42 @@ def test_card_reports_this_runs_funnel(out: Path) -> None:
     assert "Eval items come from LLM-read records only" in card
 
 
+def test_every_configuration_loads_by_name_as_on_disk(out: Path, tmp_path: Path) -> None:
+    """``load_dataset(OUT, NAME)`` (the card's ``configs:``, the hub's convention) and ``load_from_disk(OUT / NAME)``
+    give the same rows; the SFT mixes are subsets of ``sft`` holding the resolution types they name."""
+    from datasets import disable_progress_bars, load_dataset
+
+    from reprodiag.mixes import CONFIGS, mix_named, unresolved_cap
+
+    disable_progress_bars()
+    header = (out / "README.md").read_text(encoding="utf-8").split("---")[1]
+    sft = load_from_disk(str(out / "sft"))
+    for name in CONFIGS:
+        assert f"- config_name: {name}\n" in header
+        by_name = load_dataset(str(out), name, cache_dir=str(tmp_path / "cache"))
+        on_disk = load_from_disk(str(out / name))
+        assert list(by_name) == list(on_disk), name
+        for split in on_disk:
+            assert by_name[split].to_list() == on_disk[split].to_list(), (name, split)
+        mix = mix_named(name)
+        if mix.source == "sft":
+            assert list(on_disk) == list(sft)
+            for split, ds in on_disk.items():
+                assert set(ds["thread_id"]) <= set(sft[split]["thread_id"])
+                assert mix.resolution is None or set(ds["resolution_type"]) <= set(mix.resolution)
+                assert ds.features == sft[split].features  # weight included: a per-sample loss weight
+    full = {s: Counter(ds["resolution_type"]) for s, ds in load_from_disk(str(out / "sft_full")).items()}
+    assert sum(c["resolved"] for c in full.values()) and sum(c["unresolved_valuable"] for c in full.values())
+    assert all(c["unresolved_valuable"] <= unresolved_cap(c["resolved"]) for c in full.values())  # the target mix
+    resolved = [r for ds in load_from_disk(str(out / "sft_resolved")).values() for r in ds["resolution_type"]]
+    assert resolved and set(resolved) == {"resolved"}
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "## Training mixes and the proposal's experiment" in card
+    assert "| + resolved threads | `sft_resolved` |" in card and "| baseline | nothing" in card
+    assert "| + DPO | `sft_full`, then `dpo` |" in card and "not measurements" in card
+    assert json.loads((out / "audit.json").read_text())["checks"]["mix_rows_wrong"] == 0
+
+
 def test_no_secret_or_login_in_any_output(out: Path) -> None:
     for f in out.rglob("*"):
         if f.is_file():
