@@ -14,7 +14,6 @@ null or both are within 1% of each other (the corpus's value tolerance).
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 from extract.realcorpus import Labeled, load_real
 from reprodiag.errors import UserError, read_user_text
-from reprodiag.intervals import Estimate, bootstrap
+from reprodiag.intervals import Estimate, bootstrap, cohen_kappa
 from reprodiag.schema import StageReport
 
 SECOND_ANNOTATION = Path(__file__).resolve().parent / "data" / "real" / "second_annotation.jsonl"
@@ -76,14 +75,7 @@ def _agree(field: str) -> Callable[[Sequence[Pair]], float | None]:
     return fig
 
 
-def _kappa(rows: Sequence[Pair]) -> float | None:
-    if not rows:
-        return None
-    n = len(rows)
-    po = sum(a == b for a, b in rows) / n
-    ca, cb = Counter(a for a, _ in rows), Counter(b for _, b in rows)
-    pe = sum(ca[k] * cb[k] for k in set(ca) | set(cb)) / (n * n)
-    return None if pe >= 1.0 else (po - pe) / (1 - pe)
+_kappa = cohen_kappa
 
 
 @dataclass(frozen=True)

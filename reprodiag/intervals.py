@@ -69,3 +69,17 @@ def bootstrap(rows: Sequence[T], figure: Callable[[Sequence[T]], float | None], 
         return Estimate(value, None, None, len(rows))
     lo, hi = np.percentile(samples, [2.5, 97.5])
     return Estimate(value, float(lo), float(hi), len(rows))
+
+
+def cohen_kappa(rows: Sequence[tuple[Any, Any]]) -> float | None:
+    """Cohen's kappa of ``(a, b)`` label pairs (any hashable labels); None without rows or when chance
+    agreement is 1 (both raters always gave the same single label)."""
+    from collections import Counter
+
+    if not rows:
+        return None
+    n = len(rows)
+    po = sum(a == b for a, b in rows) / n
+    ca, cb = Counter(a for a, _ in rows), Counter(b for _, b in rows)
+    pe = sum(ca[k] * cb[k] for k in set(ca) | set(cb)) / (n * n)
+    return None if pe >= 1.0 else (po - pe) / (1 - pe)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from reprodiag.intervals import Estimate, bootstrap
+from reprodiag.intervals import Estimate, bootstrap, cohen_kappa
 from reprodiag.review.decisions import Combined, Decision
 from reprodiag.review.fields import FIELDS, comparable
 from reprodiag.schema import ERROR_TYPES
@@ -33,15 +33,7 @@ CATEGORICAL = ("decision", "error_type", "is_resolved")
 Pair = tuple[Any, Any]
 
 
-def kappa(rows: Sequence[Pair]) -> float | None:
-    """Cohen's kappa of ``(a, b)`` pairs; None without rows or when chance agreement is 1."""
-    if not rows:
-        return None
-    n = len(rows)
-    po = sum(a == b for a, b in rows) / n
-    ca, cb = Counter(a for a, _ in rows), Counter(b for _, b in rows)
-    pe = sum(ca[k] * cb[k] for k in set(ca) | set(cb)) / (n * n)
-    return None if pe >= 1.0 else (po - pe) / (1 - pe)
+kappa = cohen_kappa
 
 
 def agreement_share(rows: Sequence[Pair]) -> float | None:
