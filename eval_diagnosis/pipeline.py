@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,22 +32,13 @@ from eval_diagnosis.providers import ProviderError
 from eval_diagnosis.report import render_html
 from eval_diagnosis.runners import Runner, make_runner
 from reprodiag import console as out
+from reprodiag.atomic_write import write_text
 from reprodiag.errors import UserError
 from reprodiag.schema import EvalItem, StageReport, content_hash
 from reprodiag.store import Store
 
 ATTEMPTS = 2
 SEED = 0
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def _mkdir(path: Path) -> None:
@@ -131,11 +121,11 @@ def _write_outputs(out_dir: Path, items: list[EvalItem], rows: list[AnswerRow], 
     grades = sorted(grades, key=lambda g: (g.model, order.get(g.id, 0)))
     keep = ("id", "model", "hit", "hit_rank", "directions", "false_positives", "justified", "error_type_match",
             "reason", "error", "uncertain", "confidence")
-    _write_atomic(out_dir / "grades.jsonl", "".join(
+    write_text(out_dir / "grades.jsonl", "".join(
         json.dumps(g.model_dump(mode="json", include=set(keep)), ensure_ascii=False) + "\n" for g in grades))
-    _write_atomic(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False, sort_keys=True))
+    write_text(out_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False, sort_keys=True))
     answers = {(r.id, r.model): r.answer for r in rows}
-    _write_atomic(out_dir / "report.html", render_html(results, items, grades, answers))
+    write_text(out_dir / "report.html", render_html(results, items, grades, answers))
     return results
 
 
@@ -412,7 +402,7 @@ def measure_card(name: str = "lexical") -> dict[str, Any]:
 
 def write_card(path: Path = CARD_PATH) -> dict[str, Any]:
     card = measure_card("lexical")
-    _write_atomic(path, json.dumps(card, indent=1, sort_keys=True) + "\n")
+    write_text(path, json.dumps(card, indent=1, sort_keys=True) + "\n")
     return card
 
 
@@ -466,7 +456,7 @@ def _run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_
         labels_for = Path(agreement) if agreement is not None else (TEST_LABELS if eval_set is None else None)
         res = run_controls(citems, grader_obj, hit_answers=hit_answers_of(labels_for) if labels_for else None)
         _mkdir(out_dir)
-        _write_atomic(Path(out_dir) / "controls.json", json.dumps(res, indent=2, ensure_ascii=False))
+        write_text(Path(out_dir) / "controls.json", json.dumps(res, indent=2, ensure_ascii=False))
         outputs["controls"] = str(Path(out_dir) / "controls.json")
         counts["control_items"] = res["items"]
 
@@ -496,7 +486,7 @@ def _run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_
     if agreement is not None:
         res = run_agreement(Path(agreement), grader_obj, invalid=invalid)
         _mkdir(out_dir)
-        _write_atomic(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
+        write_text(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
         counts.update({"labels": res["n"], "agreeing": res["n"] - len(res["disagreements"])})
         outputs["agreement"] = str(out_dir / "agreement.json")
         ci = res["ci95"]
@@ -507,7 +497,7 @@ def _run_grade(eval_set: Path | None, *, answers: Path | None, grader: str, out_
             if len(items_seen) >= 2:
                 ctrl = run_controls(list(items_seen.values()), grader_obj, hit_answers=hit_answers_of(Path(agreement)))
                 res["controls"] = ctrl
-                _write_atomic(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
+                write_text(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
                 if "other_type" in ctrl:
                     o = ctrl["other_type"]
                     notes.append(f"control: hit answers graded against {ctrl['other_type_pairs']} items of another "
@@ -566,15 +556,6 @@ def _run_judged(eval_set: Path | None, *, answers: Path | None, grader: str, out
         verdicts_staleness,
         write_judge_batch,
     )
-    from eval_diagnosis.pipeline import (
-        _grade_all,
-        _mkdir,
-        _notes,
-        _write_atomic,
-        _write_outputs,
-        run_agreement,
-    )
-
     out_dir = Path(out_dir)
     if batch is not None:
         pairs = _pairs(eval_set, answers, agreement, invalid)
@@ -589,7 +570,7 @@ def _run_judged(eval_set: Path | None, *, answers: Path | None, grader: str, out
         if agreement is not None:
             res = run_agreement(Path(agreement), judge, invalid=invalid)
             _mkdir(out_dir)
-            _write_atomic(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
+            write_text(out_dir / "agreement.json", json.dumps(res, indent=2, ensure_ascii=False))
             return StageReport(stage="grade", counts={"labels": res["n"], "errors": res["errors"]},
                                outputs={"agreement": str(out_dir / "agreement.json")},
                                notes=[_agreement_line(res, f"{grader} (collected) vs the labels")])
@@ -633,7 +614,7 @@ def _run_judged(eval_set: Path | None, *, answers: Path | None, grader: str, out
             counts["sent_to_judge"] = sent
     counts["labels"] = out["graders"]["offline grader (lexical)"]["n"]
     _mkdir(out_dir)
-    _write_atomic(out_dir / "agreement.json", json.dumps(out, indent=2, ensure_ascii=False))
+    write_text(out_dir / "agreement.json", json.dumps(out, indent=2, ensure_ascii=False))
     return StageReport(stage="grade", counts=counts, outputs={"agreement": str(out_dir / "agreement.json")},
                        notes=notes)
 

@@ -31,6 +31,7 @@ from extract.base import Extractor
 from extract.pricing import Usage, cost_line
 from extract.prompts import PROMPT_VERSION, build_messages, reask_message
 from extract.ratelimit import estimate_tokens
+from reprodiag.atomic_write import replacing
 from reprodiag.errors import UserError, read_user_text
 from reprodiag.jsontext import first_json_object
 from reprodiag.schema import Record, Thread
@@ -222,18 +223,12 @@ class LLMExtractor(Extractor):
 
     def write_batch(self, threads: list[Thread], path: Path) -> int:
         """Write one request per thread to a Batch API input file (JSONL); returns the count."""
-        tmp = path.with_name(path.name + ".tmp")
         n = 0
-        try:
-            with tmp.open("w", encoding="utf-8") as fh:
-                for t in threads:
-                    system, user = build_messages(t)
-                    fh.write(json.dumps(self.batch_line(custom_id(t.id), system, user), ensure_ascii=False) + "\n")
-                    n += 1
-            tmp.replace(path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise UserError(f"cannot write batch file {path}: {exc.strerror}") from None
+        with replacing(path) as fh:
+            for t in threads:
+                system, user = build_messages(t)
+                fh.write(json.dumps(self.batch_line(custom_id(t.id), system, user), ensure_ascii=False) + "\n")
+                n += 1
         return n
 
     def collect(self, threads: list[Thread], path: Path) -> list[Record]:

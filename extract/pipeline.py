@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from extract.base import Extractor
 from extract.relevance import classify
 from reprodiag import console
+from reprodiag.atomic_write import replacing
 from reprodiag.batching import batched
 from reprodiag.errors import UserError
 from reprodiag.schema import FilterDecision, Record, SchemaError, StageReport, Thread, parse_thread
@@ -99,15 +100,9 @@ def read_threads(path: Path) -> list[Thread]:
 
 
 def _write_jsonl(path: Path, docs: Iterable[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            for d in docs:
-                fh.write(json.dumps(d, ensure_ascii=False) + "\n")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+    with replacing(path) as fh:
+        for d in docs:
+            fh.write(json.dumps(d, ensure_ascii=False) + "\n")
 
 
 def run_filter(store: Any, *, input: Path | None = None, output: Path | None = None,

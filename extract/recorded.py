@@ -25,6 +25,7 @@ from typing import Any
 
 from extract.base import Extractor
 from reprodiag.errors import UserError, read_user_text
+from reprodiag.manifests import read_manifest_doc
 from reprodiag.schema import Record, Thread
 
 #: The recorded set shipped with the project.
@@ -58,23 +59,10 @@ class Manifest:
 
 def read_manifest(folder: Path) -> Manifest:
     """The manifest of a recorded set; a missing or malformed one is a one-line UserError."""
-    path = folder / MANIFEST
-    try:
-        doc = json.loads(read_user_text(path, "recorded-answers manifest"))
-        if not isinstance(doc, dict):
-            raise ValueError("not a JSON object")
-        need = ("model", "date", "prompt_version", "schema_hash", "method")
-        missing = [k for k in need if not isinstance(doc.get(k), str) or not doc.get(k)]
-        if missing:
-            raise ValueError("missing " + ", ".join(missing))
-        parts = doc.get("parts") or {}
-        if not isinstance(parts, dict):
-            raise ValueError("'parts' is not an object")
-        return Manifest(doc["model"], doc["date"], doc["prompt_version"], doc["schema_hash"], doc["method"],
-                        {str(k): int(v) for k, v in parts.items()}, str(doc.get("usage") or "estimated"),
-                        str(doc.get("notes") or ""))
-    except (ValueError, TypeError) as exc:
-        raise UserError(f"{path}: not a recorded-answers manifest ({' '.join(str(exc).split())[:160]})") from None
+    doc, parts = read_manifest_doc(folder / MANIFEST, "recorded-answers manifest",
+                                   ("model", "date", "prompt_version", "schema_hash", "method"))
+    return Manifest(doc["model"], doc["date"], doc["prompt_version"], doc["schema_hash"], doc["method"], parts,
+                    str(doc.get("usage") or "estimated"), str(doc.get("notes") or ""))
 
 
 def find_manifest(answers: Path) -> Manifest | None:

@@ -30,7 +30,9 @@ from eval_diagnosis.graders.llm import (
     parse_verdict,
     verdict_grade,
 )
-from reprodiag.errors import UserError, read_user_text
+from reprodiag.atomic_write import replacing
+from reprodiag.errors import UserError
+from reprodiag.manifests import read_manifest_doc
 from reprodiag.schema import EvalItem
 
 MANIFEST = "manifest.json"
@@ -57,17 +59,10 @@ def read_verdict_manifest(folder: Path) -> VerdictManifest | None:
     path = folder / MANIFEST
     if not path.exists():
         return None
-    try:
-        doc = json.loads(read_user_text(path, "recorded-verdicts manifest"))
-        if not isinstance(doc, dict):
-            raise ValueError("not a JSON object")
-        missing = [k for k in ("model", "date", "judge_prompt_version", "method") if not isinstance(doc.get(k), str)]
-        if missing:
-            raise ValueError("missing " + ", ".join(missing))
-        return VerdictManifest(doc["model"], doc["date"], doc["judge_prompt_version"], doc["method"],
-                               {str(k): int(v) for k, v in (doc.get("parts") or {}).items()}, str(doc.get("notes") or ""))
-    except (ValueError, TypeError) as exc:
-        raise UserError(f"{path}: not a recorded-verdicts manifest ({' '.join(str(exc).split())[:160]})") from None
+    doc, parts = read_manifest_doc(path, "recorded-verdicts manifest", ("model", "date", "judge_prompt_version",
+                                                                        "method"))
+    return VerdictManifest(doc["model"], doc["date"], doc["judge_prompt_version"], doc["method"], parts,
+                           str(doc.get("notes") or ""))
 
 
 def verdicts_staleness(m: VerdictManifest | None) -> str | None:
@@ -112,8 +107,7 @@ def write_judge_batch(pairs: Iterable[tuple[EvalItem, str]], grader: str, path: 
     seen: set[str] = set()
     counts = {"batch_requests": 0, "no_request_needed": 0, "already_judged": 0}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with replacing(path) as fh:
         for item, answer in pairs:
             req = judge_request(item, answer)
             if isinstance(req, Grade):
@@ -127,7 +121,6 @@ def write_judge_batch(pairs: Iterable[tuple[EvalItem, str]], grader: str, path: 
                 continue
             fh.write(json.dumps(batch_line(provider, model, req), ensure_ascii=False) + "\n")
             counts["batch_requests"] += 1
-    tmp.replace(path)
     return counts
 
 

@@ -20,11 +20,11 @@ on a record read again since it was exported is stored but not applied by ``buil
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from reprodiag.atomic_write import write_text
 from reprodiag.errors import UserError, read_user_text
 from reprodiag.review.decisions import (
     DECISIONS,
@@ -66,13 +66,7 @@ def _write(path: Path, text: str) -> None:
         raise UserError(f"-o {path} is a directory; give a file name")
     if not path.parent.exists():
         raise UserError(f"-o: directory {path.parent} does not exist")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_text(path, text)
 
 
 def run_export(store: Store, fmt: str, output: Path, *, include_offline: bool = False, sample_sft: int = 0,

@@ -122,3 +122,6 @@ def test_stale_verdicts_are_named_not_scored(tmp_path: Path) -> None:
     (folder / "manifest.json").write_text("{not json")
     with pytest.raises(UserError, match="not a recorded-verdicts manifest"):
         run_grade(None, answers=None, grader="lexical", out_dir=tmp_path, agreement=TEST_LABELS, verdicts=folder)
+    (folder / "manifest.json").write_text(json.dumps({**man, "parts": ["test"]}))
+    with pytest.raises(UserError, match="not a recorded-verdicts manifest.*'parts' is not an object"):
+        run_grade(None, answers=None, grader="lexical", out_dir=tmp_path, agreement=TEST_LABELS, verdicts=folder)
