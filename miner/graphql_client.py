@@ -54,6 +54,9 @@ class ClientSettings:
     timeout_s: float = 120.0
     #: Repositories mined at the same time (their work shares packed queries); 1: one after another.
     repos_at_once: int = 64
+    #: A heavy query answered 502/504 is asked this many more times before the caller is told to ask for
+    #: less: GitHub's gateway also fails now and then on light queries, and each "ask for less" costs.
+    gateway_retries: int = 2
 
 
 class Transient(Exception):
@@ -209,18 +212,20 @@ class GraphQLClient:
     async def query(self, query: str, variables: dict[str, Any] | None = None, *, heavy: bool = False) -> Answer:
         """Run one query to completion (retrying transient failures); GitHub errors come back in ``errors``.
 
-        A 502/504 on a ``heavy`` query is asked once more, after a backoff, before :class:`GatewayError` tells
-        the caller to ask for less: GitHub's gateway also fails now and then on queries it answers a moment
-        later, and taking every such failure for a timeout would shrink every later query of the run."""
-        try:
-            return await self._query(query, variables, heavy=heavy)
-        except GatewayError:
-            if not heavy:
-                raise
-            self.retries += 1
-            self.gateway_retries += 1
-            await self.sleep(self.settings.backoff_s)
-            return await self._query(query, variables, heavy=heavy)
+        A 502/504 on a ``heavy`` query is asked again (``settings.gateway_retries`` times, after a backoff)
+        before :class:`GatewayError` tells the caller to ask for less: GitHub's gateway also fails now and then
+        on queries it answers a moment later, and each "ask for less" costs smaller queries for a while."""
+        tries = 0
+        while True:
+            try:
+                return await self._query(query, variables, heavy=heavy)
+            except GatewayError:
+                if not heavy or tries >= self.settings.gateway_retries:
+                    raise
+                tries += 1
+                self.retries += 1
+                self.gateway_retries += 1
+                await self.sleep(self.settings.backoff_s * tries)
 
     async def _query(self, query: str, variables: dict[str, Any] | None = None, *, heavy: bool = False) -> Answer:
         request = _TextRequest(query, variables)

@@ -93,10 +93,17 @@ def _comments_sel(kind: str, args: str, head: str = "", page_info: str = _PAGE_I
 _TAIL_INFO = "pageInfo { hasPreviousPage startCursor }"
 
 
-# Fill fragments for the common case (first page of 100): ``L<kind>`` labels, ``C<kind>`` comments.
+#: First-page sizes that have a fill fragment (a first page is sized to the connection's ``totalCount``
+#: rounded up to one of these: most threads have a few comments and labels, so the query asks ~10 nodes for
+#: them, not 100, and its text stays short).
+FIRST_SIZES = (10, PAGE)
+
+# Fill fragments for first pages: ``L<kind><n>`` labels, ``C<kind><n>`` comments (n in FIRST_SIZES).
 for _kind, _type in _TYPE.items():
-    _FRAGMENTS[f"L{_type}"] = f"\nfragment L{_type} on {_type} {{ {_labels_sel('first: 100')} }}"
-    _FRAGMENTS[f"C{_type}"] = f"\nfragment C{_type} on {_type} {{ {_comments_sel(_kind, 'first: 100')} }}"
+    for _n in FIRST_SIZES:
+        _FRAGMENTS[f"L{_type}{_n}"] = f"\nfragment L{_type}{_n} on {_type} {{ {_labels_sel(f'first: {_n}')} }}"
+        _FRAGMENTS[f"C{_type}{_n}"] = (f"\nfragment C{_type}{_n} on {_type} "
+                                       f"{{ {_comments_sel(_kind, f'first: {_n}')} }}")
 
 _LIST_FIELD = {"issue": "issues", "pull_request": "pullRequests", "discussion": "discussions"}
 _ONE_FIELD = {"issue": "issue", "pull_request": "pullRequest", "discussion": "discussion"}
@@ -118,6 +125,13 @@ class Page:
 
     def args(self) -> str:
         return f"first: {int(self.first)}" + (f", after: {_lit(self.after)}" if self.after else "")
+
+
+def first_page(total: int | None) -> Page:
+    """The first page of a connection of ``total`` items (None: unknown), sized up to a fragment's size."""
+    if total is None:
+        return Page()
+    return Page(first=next((n for n in FIRST_SIZES if total <= n), PAGE))
 
 
 @dataclass(frozen=True)
@@ -271,9 +285,9 @@ def _fill_text(alias: str, fill: Fill, doc: _Doc) -> str:
     for page, prefix, sel in ((fill.labels, "L", _labels_sel), (fill.comments, "C", None)):
         if page is None:
             continue
-        if page == Page():
-            doc.fragments.add(prefix + t)
-            inner.append(f"...{prefix}{t}")
+        if page.after is None and page.first in FIRST_SIZES:
+            doc.fragments.add(f"{prefix}{t}{page.first}")
+            inner.append(f"...{prefix}{t}{page.first}")
         else:
             inner.append(sel(page.args()) if sel else _comments_sel(fill.kind, page.args()))
         if prefix == "C":

@@ -23,10 +23,12 @@ a page is committed, in one transaction with the (repository, kind) checkpoint t
 points past it, once all its threads are complete, and pages of one list are committed
 strictly in order. A killed run resumes from the last committed page.
 
-Failure handling: a 502/504 on a packed query splits it in two (and lowers the node
-budget of later queries); a single list segment halves its page size (kept in the
-checkpoint). A query that keeps failing is split by repository; a repository whose
-own query still fails is marked ``failed`` (re-run to retry) without holding up the others.
+Failure handling: a 502/504 (after the client's own retries) lowers the node budget to half
+the failed query's weight and its work is packed again under it; a query already within the
+budget is split in two, by repository first; a single list segment halves its page size. The
+lowered sizes grow back after answers (:class:`_Size`), and a checkpoint keeps the last page
+size answered in full. A repository whose own smallest query still fails is marked
+``failed`` (re-run to retry) without holding up the others.
 """
 
 from __future__ import annotations
@@ -55,9 +57,11 @@ LOOKAHEAD_REQUESTS = Q.QUERY_REQUESTS
 MAX_ACTIVE = 64
 #: First page size of a pull-request/discussion list on an incremental pass (DESC, stops at the old).
 INCREMENTAL_FIRST = 20
-#: Starting node budget per query; halved on each 502/504 of a packed query.
+#: Starting node budget per query; halved on each 502/504 of a packed query, doubled back after answers.
 NODE_BUDGET = 20_000
 MIN_NODE_BUDGET = 500
+#: Most answers in a row a lowered size waits for before it doubles again (see :class:`_Size`).
+MAX_RECOVER_WAIT = 64
 MAX_TRIES = 3
 #: Follow-up requests the queries in flight may still bring back when that is unknown (a list page).
 _UNBOUNDED = 1 << 30
@@ -71,6 +75,50 @@ def later(a: str | None, b: str | None) -> str | None:
     if b is None:
         return a
     return a if parse_time(a) >= parse_time(b) else b  # type: ignore[operator]
+
+
+@dataclass
+class _Size:
+    """A size lowered on GitHub timeouts that grows back: a page size, a query's node budget.
+
+    :meth:`lower` sets it to at most ``to`` (not below ``floor``); after ``wait`` answers in a row it
+    doubles (not above ``top``). A timeout right after such a doubling doubles ``wait`` (up to
+    :data:`MAX_RECOVER_WAIT`), so a size that really is too heavy is tried again less and less
+    often, while a timeout now and then (GitHub's gateway also fails on light queries) costs a few
+    smaller queries, not the rest of the crawl."""
+
+    top: int
+    floor: int
+    now: int
+    wait: int = 2
+    calm: int = 0
+    #: The size grew since the last timeout (a timeout now says the larger size is too heavy).
+    grew: bool = False
+    #: The last size answered in full (or lowered to): what a checkpoint keeps, never a size not yet tried.
+    safe: int = 0
+
+    def __post_init__(self) -> None:
+        self.safe = self.safe or self.now
+
+    def lower(self, to: int) -> None:
+        self.now = self.safe = max(self.floor, min(self.now, to))
+        self.calm = 0
+        if self.grew:
+            self.wait = min(MAX_RECOVER_WAIT, self.wait * 2)
+            self.grew = False
+
+    def answered(self, full: bool = True) -> None:
+        """One answer at this size (``full``: it asked the whole size, so it says the size works)."""
+        if not full:
+            return
+        self.safe = self.now
+        if self.now >= self.top:
+            return
+        self.calm += 1
+        if self.calm >= self.wait:
+            self.now = min(self.top, self.now * 2)
+            self.calm = 0
+            self.grew = True
 
 
 @dataclass(eq=False)
@@ -117,7 +165,8 @@ class _List:
     hw: str | None
     cursor: str | None
     run_hw: str | None
-    page_size: int
+    #: Threads per page (halved on a timeout of this list's page alone, grows back; kept in the checkpoint).
+    size: _Size
     started: bool = False
     busy: bool = False
     exhausted: bool = False
@@ -135,6 +184,12 @@ class _List:
     moved_from: str | None = None
     #: The server failed on the order probe: ask none (the pass then reads the list to its end).
     no_probe: bool = False
+    #: Threads the page in flight asked for.
+    asked: int = 0
+
+    @property
+    def page_size(self) -> int:
+        return self.size.now
 
     def next_first(self) -> int:
         if self.remaining is not None:
@@ -144,8 +199,9 @@ class _List:
         return self.page_size
 
     def segment(self) -> Q.ListSeg:
+        self.asked = self.next_first()
         probe = self.kind != "issue" and bool(self.hw) and self.cursor is None and not self.no_probe
-        return Q.ListSeg(self.kind, self.next_first(), self.cursor, self.hw if self.kind == "issue" else None,
+        return Q.ListSeg(self.kind, self.asked, self.cursor, self.hw if self.kind == "issue" else None,
                          probe=probe)
 
 
@@ -514,7 +570,8 @@ class Scheduler:
         self.active: list[_Repo] = []
         self.by_name: dict[str, _Repo] = {}
         self.work = _WorkQueue()
-        self.node_budget = NODE_BUDGET
+        #: Nodes one query may ask for (lowered on timeouts, grows back).
+        self.budget = _Size(NODE_BUDGET, MIN_NODE_BUDGET, NODE_BUDGET)
         #: Sum of :meth:`_Batch.bound` over the queries in flight.
         self.inflight_bound = 0
         #: Queries in flight sent early by rule (d) (at most one).
@@ -541,7 +598,8 @@ class Scheduler:
             cp = self.store.get_checkpoint(repo.name, kind) or Checkpoint(repo.name, kind)
             cursor, run_hw = (None, None) if cp.complete else (cp.cursor, cp.run_high_water)
             repo.lists[kind] = _List(repo, kind, cp.high_water, cursor, run_hw,
-                                     min(cp.page_size or Q.PAGE, Q.PAGE), from_start=cursor is None)
+                                     _Size(Q.PAGE, Q.MIN_PAGE, max(Q.MIN_PAGE, min(cp.page_size or Q.PAGE, Q.PAGE))),
+                                     from_start=cursor is None)
         self.active.append(repo)
         self.by_name[repo.name.lower()] = repo
 
@@ -592,7 +650,7 @@ class Scheduler:
             list_nodes = 0
             for ls in ready:
                 want = sum(lst.next_first() for lst in ls)
-                if list_nodes and (list_nodes + want > cap or nodes + want > self.node_budget):
+                if list_nodes and (list_nodes + want > cap or nodes + want > self.budget.now):
                     continue
                 batch.lists[batch.block(ls[0].repo)].extend(ls)
                 requests += len(ls)
@@ -603,7 +661,7 @@ class Scheduler:
 
         def fits(w: _Work) -> bool:
             nonlocal requests, nodes
-            if requests + w.requests > Q.QUERY_REQUESTS or (requests and nodes + w.nodes > self.node_budget):
+            if requests + w.requests > Q.QUERY_REQUESTS or (requests and nodes + w.nodes > self.budget.now):
                 return False
             requests += w.requests
             nodes += w.nodes
@@ -612,7 +670,7 @@ class Scheduler:
         took = self.work.take(fits, lambda w: w.repo.state == "active")
         if requests == 0:
             return None
-        full = requests >= Q.QUERY_REQUESTS - 1 or nodes >= self.node_budget * 0.9 or bool(self.work)
+        full = requests >= Q.QUERY_REQUESTS - 1 or nodes >= self.budget.now * 0.9 or bool(self.work)
         early = False
         if not full and inflight:
             lists_read = not self._lists_open()
@@ -701,6 +759,7 @@ class Scheduler:
             for repo in batch.involved():
                 self._fail(repo, str(exc)[:300])
             return
+        self.budget.answered(full=cost.nodes * 2 >= self.budget.now)  # an answer near the budget: it may grow
         self._charge(batch, ans.cost)
         self._absorb(batch, ans.data, ans.errors)
 
@@ -715,10 +774,21 @@ class Scheduler:
         return bool(fills)
 
     async def _gateway(self, batch: _Batch, cost: Q.PlanCost) -> None:
-        """GitHub timed out (502/504): ask for less (split the query, lower the node budget, halve pages)."""
-        self.node_budget = max(MIN_NODE_BUDGET, min(self.node_budget, cost.nodes // 2))
+        """GitHub timed out (502/504): ask for less (lower the node budget, split the query, halve pages).
+
+        A query heavier than the lowered budget gives its work back to be packed again under it (split
+        parts sent as they are would each cost a point); one already within it is split, by repository
+        first, so a repository whose own query keeps failing is found without holding up the others."""
+        self.budget.lower(cost.nodes // 2)
         for r in batch.involved():
             r.halvings += 1
+        if cost.nodes > self.budget.now and len(batch.split()) > 1:
+            for ls in batch.lists:
+                for lst in ls:
+                    lst.busy = False
+            self.work.push_front([w for fs in batch.fills for w in fs] + [w for ws in batch.walks for w in ws]
+                                 + [w for ks in batch.locates for w in ks] + list(batch.replies))
+            return
         parts = batch.split()
         if len(parts) > 1:
             await asyncio.gather(*(self._run(p) for p in parts))
@@ -726,7 +796,7 @@ class Scheduler:
         lists = [lst for ls in batch.lists for lst in ls]
         if any(lst.next_first() > Q.MIN_PAGE for lst in lists):
             for lst in lists:
-                lst.page_size = max(Q.MIN_PAGE, lst.next_first() // 2)
+                lst.size.lower(lst.next_first() // 2)
                 lst.remaining = None
             await self._run(batch)
             return
@@ -737,8 +807,8 @@ class Scheduler:
         for w in [w for fs in batch.fills for w in fs] + list(batch.replies):
             if isinstance(w, _FillWork):
                 f = w.fill
-                lab = f.labels and replace(f.labels, first=max(Q.MIN_PAGE, f.labels.first // 2))
-                com = f.comments and replace(f.comments, first=max(Q.MIN_PAGE, f.comments.first // 2))
+                lab = f.labels and replace(f.labels, first=_half(f.labels.first))
+                com = f.comments and replace(f.comments, first=_half(f.comments.first))
                 smaller = smaller or lab != f.labels or com != f.comments or f.tail is not None
                 if f.tail is not None:  # lighter: forwards only from here
                     w.both_ends = False
@@ -746,7 +816,7 @@ class Scheduler:
             else:
                 p = w.replies.page
                 smaller = smaller or p.first > Q.MIN_PAGE
-                w.replies = replace(w.replies, page=replace(p, first=max(Q.MIN_PAGE, p.first // 2)))
+                w.replies = replace(w.replies, page=replace(p, first=_half(p.first)))
         if smaller:
             await self._run(batch)
             return
@@ -931,7 +1001,8 @@ class Scheduler:
         lst.remaining = total - lst.listed if exact and isinstance(total, int) and total > lst.listed else None
         cp = Checkpoint(repo.name, lst.kind, cursor=None if done else end,
                         high_water=(lst.moved_from or later(lst.hw, lst.run_hw)) if done else lst.hw,
-                        run_high_water=None if done else lst.run_hw, complete=done, page_size=lst.page_size)
+                        run_high_water=None if done else lst.run_hw, complete=done, page_size=lst.size.safe)
+        lst.size.answered(full=lst.asked >= lst.page_size)
         page = _Page(lst, [], cp)
         stored = self._stored_updated(repo.name, lst.kind, keep)
         for n in keep:
@@ -947,8 +1018,10 @@ class Scheduler:
                 total = _total(n.get("comments"))
                 tail = Q.TailPage(None, min(Q.PAGE, total - Q.PAGE + 1)) \
                     if self.backwards and total and total > BOTH_ENDS else None
-                fill = Q.Fill(lst.kind, int(n["number"]), Q.Page() if labels else None,
-                              Q.Page() if comments else None, tail)
+                # first pages sized to the counts: a query's node count says what it really asks, so packed
+                # queries stay light (items added since the count come on a next page)
+                fill = Q.Fill(lst.kind, int(n["number"]), Q.first_page(_total(n.get("labels"))) if labels else None,
+                              Q.first_page(total) if comments else None, tail)
                 self.work.push(_FillWork(page, d, fill, _total(n.get("labels")), total))
         lst.pages.append(page)
         lst.cursor = end
@@ -1340,6 +1413,11 @@ def _total(conn: Any) -> int | None:
 
 def _less(left: int | None, got: int) -> int | None:
     return None if left is None else max(0, left - got)
+
+
+def _half(first: int) -> int:
+    """A page size halved after a timeout, not below :data:`~miner.queries.MIN_PAGE` (nor above ``first``)."""
+    return min(first, max(Q.MIN_PAGE, first // 2))
 
 
 def _maybe_some(conn: Any) -> bool:

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -409,9 +410,27 @@ def test_random_gateway_failures_do_not_shrink_the_crawl(tmp_path: Path, wide_co
     assert flaky <= 1.5 * clean, (flaky, clean)
 
 
-def test_a_mine_killed_early_resumes_for_what_is_left(tmp_path: Path, wide_corpus) -> None:  # noqa: ANN001
+def test_timeouts_at_the_start_do_not_shrink_the_rest_of_the_crawl(tmp_path: Path, wide_corpus) -> None:  # noqa: ANN001
+    """The first queries of a crawl all time out (502): the node budget and page sizes they lowered grow back
+    once answers come, so the crawl costs about a clean one (it used to cost ~9x: every later query stayed
+    at half the first one's weight)."""
+    repos = list(wide_corpus.repos_meta)
+    with FakeGitHubThread(wide_corpus.threads, wide_corpus.repos_meta, tokens=TOKENS) as srv:
+        clean = mine(Store(tmp_path / "clean"), srv.url, repos).counts["points"]
+    with FakeGitHubThread(wide_corpus.threads, wide_corpus.repos_meta, tokens=TOKENS,
+                          faults=Faults(fail_first=6)) as srv:
+        store = Store(tmp_path / "early")
+        report = mine(store, srv.url, repos)
+    assert report.counts["page_halvings"] >= 1 and report.counts["failed"] == 0
+    assert_same_corpus(store, wide_corpus.threads)
+    assert report.counts["points"] <= 1.5 * clean, (report.counts["points"], clean)
+
+
+@pytest.mark.parametrize("resumed_under", ["the same faults", "timeouts first"])
+def test_a_mine_killed_early_resumes_for_what_is_left(tmp_path: Path, wide_corpus, resumed_under: str) -> None:  # noqa: ANN001
     """Killed at a fixed point of progress (its first committed page), the resumed crawl spends at most a fresh
-    crawl's points plus 20%, under the same faults, and ends with the same threads."""
+    crawl's points plus 20% and ends with the same threads under the same faults; when its own first queries
+    all time out (each asked three times), at most 50% more (1.2-1.4x measured; it was ~9x)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REPRODIAG_", "GITHUB_TOKEN"))}
     env["GITHUB_TOKENS"] = TOKENS[0]
     repos = list(wide_corpus.repos_meta)
@@ -437,8 +456,12 @@ def test_a_mine_killed_early_resumes_for_what_is_left(tmp_path: Path, wide_corpu
             time.sleep(0.002)
         proc.wait(timeout=600)
         assert proc.returncode == -signal.SIGKILL, "the crawl ended before its first page was committed"
+        if resumed_under == "timeouts first":
+            srv.state.faults = replace(FLAKY, fail_first=srv.state.served + 6)
         resumed = subprocess.run(cmd(killed, srv.url), env=env, cwd=REPO_ROOT, capture_output=True, text=True,
                                  timeout=600)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert _export(killed) == _export(tmp_path / "fresh")
-    assert _points(resumed) <= 1.2 * _points(fresh), (_points(resumed), _points(fresh))
+    # a timed-out start lowers the query weight for a while: a few smaller queries (it used to be ~9x the crawl)
+    slack = 1.2 if resumed_under == "the same faults" else 1.5
+    assert _points(resumed) <= slack * _points(fresh), (_points(resumed), _points(fresh))
