@@ -32,7 +32,7 @@ from eval_diagnosis.providers import ProviderError
 from eval_diagnosis.report import render_html
 from eval_diagnosis.runners import Runner, make_runner
 from reprodiag import console as out
-from reprodiag.atomic_write import write_text
+from reprodiag.atomic_write import replacing, write_text
 from reprodiag.errors import UserError
 from reprodiag.schema import EvalItem, StageReport, content_hash
 from reprodiag.store import Store
@@ -67,7 +67,7 @@ def _ask(runner: Runner, item: EvalItem, store: Store | None) -> tuple[AnswerRow
         if isinstance(hit, dict) and isinstance(hit.get("answer"), str):
             return AnswerRow(id=item.id, model=runner.spec, answer=hit["answer"]), True
     last = ""
-    for attempt in range(ATTEMPTS):
+    for attempt in range(getattr(runner, "attempts", ATTEMPTS)):
         try:
             text = runner.answer(item)
         except ProviderError as exc:
@@ -152,32 +152,90 @@ def _invalid_report(rep: StageReport, invalid: InvalidLines | None, out_dir: Pat
 
 
 def run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, concurrency: int,
-             store: Store | None, skip_invalid: bool = False, max_new_tokens: int | None = None) -> StageReport:
+             store: Store | None, skip_invalid: bool = False, max_new_tokens: int | None = None,
+             batch: Path | None = None, collect: Path | None = None) -> StageReport:
     """Answer every item with every model (resumable), grade, write grades/results/report. ``skip_invalid``:
     bad eval-set lines are recorded in ``out_dir/invalid-lines.jsonl`` instead of stopping.
     ``max_new_tokens``: the longest answer of a local ``hf:`` checkpoint, in tokens (None: the runner's
-    default)."""
+    default).
+
+    By batch (one API model): ``batch`` writes the model's Batch API requests for the items ``out_dir`` has no
+    answer of yet, and nothing else; ``collect`` takes its answers from the provider's results file instead of
+    asking (a missing or failed answer is an error row, reported apart; collecting another file later fills
+    those in), then grades as usual."""
     invalid = InvalidLines() if skip_invalid else None
+    if batch is not None and collect is not None:
+        raise UserError("give --batch (write the requests) or --collect (read the results), not both")
+    if batch is not None:
+        return _invalid_report(_write_answer_batch(eval_set, models=models, out_dir=Path(out_dir), path=Path(batch),
+                                                   invalid=invalid), invalid, out_dir)
     return _invalid_report(_run_eval(eval_set, models=models, grader=grader, out_dir=out_dir,
                                      concurrency=concurrency, store=store, invalid=invalid,
-                                     max_new_tokens=max_new_tokens), invalid, out_dir)
+                                     max_new_tokens=max_new_tokens, collect=collect), invalid, out_dir)
+
+
+def _answered(answers_path: Path) -> set[tuple[str, str]]:
+    """(item id, model) pairs ``answers.jsonl`` holds an answer for (error rows do not count)."""
+    done: set[tuple[str, str]] = set()
+    for doc in read_resumable_jsonl(answers_path):
+        if isinstance(doc.get("id"), str) and isinstance(doc.get("model"), str) and not doc.get("error"):
+            done.add((doc["id"], doc["model"]))
+    return done
+
+
+def _one_model(models: list[str], flag: str) -> str:
+    specs = list(dict.fromkeys(models))
+    if len(specs) != 1:
+        raise UserError(f"{flag} takes exactly one --model (one Batch API file per model), got {len(specs)}")
+    return specs[0]
+
+
+def _write_answer_batch(eval_set: Path, *, models: list[str], out_dir: Path, path: Path,
+                        invalid: InvalidLines | None) -> StageReport:
+    from eval_diagnosis.prompt import answer_custom_id
+    from eval_diagnosis.providers import batch_provider, chat_batch_line
+
+    spec = _one_model(models, "--batch")
+    fmt, model = batch_provider(spec)
+    items = load_eval_set(Path(eval_set), invalid)
+    done = _answered(out_dir / "answers.jsonl")
+    counts = {"items": len(items), "batch_requests": 0, "already_answered": 0}
+    seen: set[str] = set()
+    with replacing(path) as fh:
+        for it in items:
+            if (it.id, spec) in done:
+                counts["already_answered"] += 1
+                continue
+            cid = answer_custom_id(spec, it)
+            if cid in seen:  # two items with the same prompt: one request answers both
+                continue
+            seen.add(cid)
+            system, user = messages(it)
+            fh.write(json.dumps(chat_batch_line(fmt, model, cid, system, user), ensure_ascii=False) + "\n")
+            counts["batch_requests"] += 1
+    return StageReport(stage="eval", counts=counts, outputs={"batch": str(path)},
+                       notes=[f"wrote {counts['batch_requests']} answer requests of {spec} ({fmt} Batch format); "
+                              f"submit the file, then run eval --model {spec} --collect RESULTS with the same --out"])
 
 
 def _run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, concurrency: int,
-              store: Store | None, invalid: InvalidLines | None, max_new_tokens: int | None = None) -> StageReport:
+              store: Store | None, invalid: InvalidLines | None, max_new_tokens: int | None = None,
+              collect: Path | None = None) -> StageReport:
     items = load_eval_set(Path(eval_set), invalid)
     specs = list(dict.fromkeys(models))
     if not specs:
         raise UserError("give at least one --model")
     grader_obj = make_grader(grader)
-    runners = [make_runner(s, items, max_new_tokens=max_new_tokens) for s in specs]
+    if collect is not None:
+        from eval_diagnosis.runners.recorded import RecordedRunner
+
+        runners: list[Runner] = [RecordedRunner(_one_model(models, "--collect"), Path(collect))]
+    else:
+        runners = [make_runner(s, items, max_new_tokens=max_new_tokens) for s in specs]
     out_dir = Path(out_dir)
     _mkdir(out_dir)
     answers_path = out_dir / "answers.jsonl"
-    done: set[tuple[str, str]] = set()
-    for doc in read_resumable_jsonl(answers_path):
-        if isinstance(doc.get("id"), str) and isinstance(doc.get("model"), str) and not doc.get("error"):
-            done.add((doc["id"], doc["model"]))
+    done = _answered(answers_path)
     todo = [(r, it) for r in runners for it in items if (it.id, r.spec) not in done]
     lock = threading.Lock()
     counts = {"items": len(items), "models": len(specs), "answered": 0, "cached": 0,

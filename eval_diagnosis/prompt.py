@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from reprodiag.schema import EvalItem
 
 PROMPT_VERSION = "diag-v1"
@@ -35,3 +37,11 @@ def user_prompt(item: EvalItem) -> str:
 def messages(item: EvalItem) -> tuple[str, str]:
     """``(system, user)`` for ``item``."""
     return SYSTEM, user_prompt(item)
+
+
+def answer_custom_id(spec: str, item: EvalItem) -> str:
+    """The Batch API custom id of ``spec``'s answer to ``item``: the same model, prompt version and prompt text
+    give the same id (Anthropic's pattern: at most 64 of ``[A-Za-z0-9_-]``); a changed prompt, a new id."""
+    system, user = messages(item)
+    h = hashlib.sha256("\x1f".join((PROMPT_VERSION, spec, system, user)).encode("utf-8")).hexdigest()
+    return f"ans-{h[:48]}"

@@ -111,6 +111,32 @@ class AnthropicChat:
         return "".join(getattr(b, "text", "") or "" for b in (resp.content or []))
 
 
+def batch_provider(spec: str) -> tuple[str, str]:
+    """(Batch format, model) of a model spec that has a Batch API: ``openai:M`` and ``openai-compatible:M@URL``
+    (OpenAI's batch file, which ``vllm run-batch`` also reads) or ``anthropic:M`` (Message Batches)."""
+    provider, _, rest = spec.partition(":")
+    if provider == "openai-compatible":
+        rest = rest.rpartition("@")[0]
+    if provider not in ("openai", "anthropic", "openai-compatible") or not rest:
+        raise UserError(f"--batch/--collect need an API model (openai:MODEL, anthropic:MODEL or "
+                        f"openai-compatible:MODEL@URL), got {spec!r}")
+    return ("anthropic" if provider == "anthropic" else "openai"), rest
+
+
+def chat_batch_line(fmt: str, model: str, custom_id: str, system: str, user: str) -> dict[str, Any]:
+    """One Batch API request (``fmt`` ``openai`` or ``anthropic``) asking what :meth:`ChatClient.complete`
+    asks: the same system and user turns, the same output cap and OpenAI parameter policy."""
+    if fmt == "anthropic":
+        return {"custom_id": custom_id, "params": {
+            "model": model, "max_tokens": MAX_TOKENS, "system": system,
+            "messages": [{"role": "user", "content": user}]}}
+    from extract.openai_params import ParamPolicy
+
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": {
+        "model": model, "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        **ParamPolicy(model, MAX_TOKENS).params()}}
+
+
 def make_chat(spec: str, env: dict[str, str] | None = None) -> ChatClient:
     """A chat client for a provider spec; UserError for unknown providers or a missing key."""
     env = dict(os.environ) if env is None else env

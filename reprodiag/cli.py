@@ -552,17 +552,24 @@ def eval_(
                                                "OUT/invalid-lines.jsonl and go on.")] = False,
     max_new_tokens: Annotated[int | None, typer.Option(min=1, help="hf: models: the longest answer, in tokens "
                                                        "(default 512).")] = None,
+    batch: Annotated[Path | None, typer.Option(help="Write one API model's Batch API requests here (the items OUT "
+                                               "has no answer of yet) instead of asking; nothing is graded.")]
+    = None,
+    collect: Annotated[Path | None, typer.Option(help="Take the model's answers from its Batch API results file "
+                                                 "(OpenAI or Anthropic format), then grade.")] = None,
 ) -> None:
     """Run models on the diagnosis benchmark and grade their answers.
 
     Example: reprodiag eval --eval-set datasets/eval --model baseline:prior --model openai:gpt-4o-mini -o results/
-    (a checkpoint you trained: --model hf:checkpoints/sft_full)
+    (a checkpoint you trained: --model hf:checkpoints/sft_full). By batch, at half the price:
+    --model openai:gpt-4o-mini --batch answers-req.jsonl, submit it, then --collect RESULTS.jsonl.
     """
     from eval_diagnosis.pipeline import run_eval
 
     _set_effort(reasoning_effort)
     _report(run_eval(eval_set, models=model, grader=grader, out_dir=out_dir, concurrency=concurrency,
-                     store=_store(), skip_invalid=skip_invalid, max_new_tokens=max_new_tokens))
+                     store=_store(), skip_invalid=skip_invalid, max_new_tokens=max_new_tokens, batch=batch,
+                     collect=collect))
 
 
 @app.command()

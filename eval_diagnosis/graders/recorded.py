@@ -73,18 +73,9 @@ def verdicts_staleness(m: VerdictManifest | None) -> str | None:
 
 def batch_line(provider: str, model: str, req: JudgeRequest) -> dict[str, Any]:
     """One Batch API request line for ``provider`` (``openai`` or ``anthropic``)."""
-    if provider == "anthropic":
-        from eval_diagnosis.providers import MAX_TOKENS
+    from eval_diagnosis.providers import chat_batch_line
 
-        return {"custom_id": req.custom_id, "params": {
-            "model": model, "max_tokens": MAX_TOKENS, "system": req.system,
-            "messages": [{"role": "user", "content": req.prompt}]}}
-    from eval_diagnosis.providers import MAX_TOKENS
-    from extract.openai_params import ParamPolicy
-
-    return {"custom_id": req.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": {
-        "model": model, "messages": [{"role": "system", "content": req.system}, {"role": "user", "content": req.prompt}],
-        **ParamPolicy(model, MAX_TOKENS).params()}}
+    return chat_batch_line(provider, model, req.custom_id, req.system, req.prompt)
 
 
 def judge_spec(grader: str) -> tuple[str, str]:
