@@ -16,7 +16,8 @@ in number order, ascending or with ``default_desc`` descending), ``since_ignored
 (``totalCount`` null everywhere; the schema is relaxed to allow it), ``rate_headers`` (off: no
 ``x-ratelimit-*`` headers), ``disabled_error`` (a disabled feature's connection is an error instead of
 an empty list), ``rest_page_cap`` (REST ``per_page`` cap), ``rest_no_state_reason`` (REST issues
-without ``state_reason``, as on old Enterprise servers).
+without ``state_reason``, as on old Enterprise servers), ``p_502``/``p_secondary``/``latency_ms`` (seeded
+GraphQL faults, never charged, and a delay per answer).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import asyncio
 import base64
 import json
 import math
+import random
 import re
 import threading
 import time
@@ -131,6 +133,12 @@ class Personality:
     node: str = "ok"
     #: ``issue``/``pullRequest``/``discussion(number:)``: "ok", "null" (not implemented), "not_found".
     single: str = "ok"
+    #: GraphQL faults drawn per request from ``fault_seed``: HTTP 502 (an HTML page) and secondary rate limits
+    #: (403, ``retry-after: 0``), neither charged; ``latency_ms`` before every GraphQL answer.
+    p_502: float = 0.0
+    p_secondary: float = 0.0
+    fault_seed: int = 0
+    latency_ms: float = 0.0
 
 
 @dataclass
@@ -140,6 +148,8 @@ class AltStats:
     #: REST GETs of a single issue or comment (PyGithub's lazy completion; the miner should need none).
     completions: int = 0
     points: int = 0
+    #: Requests answered with an injected fault (502 or secondary limit).
+    faults: int = 0
     queries: list[str] = field(default_factory=list)
     rest_paths: list[str] = field(default_factory=list)
 
@@ -188,6 +198,7 @@ class AltState:
         self.stats = AltStats()
         self.lock = threading.Lock()
         self.remaining = {t: 5000 for t in self.tokens}
+        self.rng = random.Random(personality.fault_seed)
         #: Called with the 1-based number of each GraphQL query before it runs (to change data mid-run).
         self.before_query: Callable[[int], None] | None = None
 
@@ -446,6 +457,20 @@ class AltGitHub:
         tok = self._token(request)
         if tok is None:
             return self._unauthorized()
+        if self.p.latency_ms:
+            await asyncio.sleep(self.p.latency_ms / 1000)
+        with self.state.lock:
+            draw = self.state.rng.random()
+        if draw < self.p.p_502:
+            self.state.stats.faults += 1
+            return web.Response(status=502, text="<html><body><h1>502 Bad Gateway</h1></body></html>",
+                                content_type="text/html")
+        if draw < self.p.p_502 + self.p.p_secondary:
+            self.state.stats.faults += 1
+            return web.json_response({"message": "You have exceeded a secondary rate limit. Please wait a few "
+                                                 "minutes before you try again.",
+                                      "documentation_url": "https://docs.github.com/graphql/overview/rate-limits"},
+                                     status=403, headers={"retry-after": "0"})
         if self._forbidden() is not None:
             return self._forbidden()  # type: ignore[return-value]
         body = await request.json()

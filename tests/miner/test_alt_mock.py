@@ -332,3 +332,57 @@ def test_index_min_stars_reads_the_alt_mock(store: Store, name: str) -> None:
     # a disabled feature answered with an error: the repository is still indexed, its totals unknown
     assert idx["alt/no-issues"]["meta"].get("discussions_count") == (None if p.null_totals or p.disabled_error
                                                                       else 2)
+
+
+def test_a_mine_killed_early_under_faults_resumes_for_what_is_left(tmp_path) -> None:  # noqa: ANN001
+    """Against this mock's offset cursors and its own cost count, with 5% 502s and 2% secondary limits: a mine
+    killed at its first committed page resumes for at most a fresh crawl's points plus 20% (the server's own
+    count) and ends with the same threads."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from miner.synthetic import synthetic_corpus
+    from tests.conftest import REPO_ROOT
+    from tests.miner.test_sync import _db_progress, _export
+
+    c = synthetic_corpus(1200, 12, seed=5, big_threads=1, discussion_share=0.15)
+    repos = [AltRepo(name, 200 + i) for i, name in enumerate(c.repos_meta)]
+    by = {r.name: r for r in repos}
+    for t in c.threads:
+        by[t.repo].threads[(t.kind, t.number)] = t
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REPRODIAG_", "GITHUB_TOKEN"))}
+    env["GITHUB_TOKENS"] = TOKEN
+
+    def cmd(ws, url: str) -> list[str]:  # noqa: ANN001
+        return [sys.executable, "-m", "reprodiag", "-q", "-w", str(ws), "mine", "--api-url", url, "--include-prs",
+                "--concurrency", "4", *[a for r in by for a in ("--repos", r)]]
+
+    flaky = Personality(p_502=0.05, p_secondary=0.02, fault_seed=5, latency_ms=100)
+    with AltGitHubThread(repos, tokens=[TOKEN], personality=flaky) as srv:
+        fresh = subprocess.run(cmd(tmp_path / "fresh", srv.url), env=env, cwd=REPO_ROOT, capture_output=True,
+                               text=True, timeout=600)
+        assert fresh.returncode == 0, fresh.stderr[-2000:]
+        fresh_points = srv.state.stats.points
+        killed = tmp_path / "killed"
+        proc = subprocess.Popen(cmd(killed, srv.url), env=env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        while proc.poll() is None:  # the kill point is progress (the first committed page), not a time
+            if _db_progress(killed)[0] >= 1:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.002)
+        proc.wait(timeout=600)
+        assert proc.returncode == -signal.SIGKILL, "the mine ended before its first page was committed"
+        time.sleep(0.5)  # what the killed mine left in flight is answered (and charged) before counting
+        before = srv.state.stats.points
+        resumed = subprocess.run(cmd(killed, srv.url), env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+                                 timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        resumed_points = srv.state.stats.points - before
+        assert srv.state.stats.faults > 0
+    assert _export(killed) == _export(tmp_path / "fresh")
+    assert _export(killed).count("\n") + 1 == len(c.threads)
+    assert resumed_points <= 1.2 * fresh_points, (resumed_points, fresh_points)
