@@ -72,6 +72,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/reprodiag bench extract
 	$(VENV)/bin/reprodiag bench mine
+	$(VENV)/bin/reprodiag bench resume
 	$(VENV)/bin/reprodiag bench score
 	$(VENV)/bin/reprodiag bench extract --engine ray --threads 1200
 	$(VENV)/bin/reprodiag bench pipeline --threads 50000

@@ -703,6 +703,23 @@ def bench_mine(
     _report(run_bench(threads=threads, latency_ms=latency_ms, repeats=repeats))
 
 
+@bench_app.command("resume")
+def bench_resume(
+    threads: Annotated[int, typer.Option(min=100, help="Synthetic threads in total (20 repositories).")] = 2400,
+    latency_ms: Annotated[float, typer.Option(min=0, help="Delay of every answer of the fake GitHub.")] = 100.0,
+    p502: Annotated[float, typer.Option(min=0, max=0.5, help="Share of requests answered 502.")] = 0.05,
+    psecondary: Annotated[float, typer.Option(min=0, max=0.5, help="Share answered with a secondary limit.")]
+    = 0.02,
+    repeats: Annotated[int, typer.Option(min=1, max=20)] = 3,
+) -> None:
+    """Points of a mine killed at its first committed page and run again, against a fresh mine's (fake GitHub
+    under faults). Example: reprodiag bench resume --repeats 3"""
+    from miner.bench_resume import run_resume_bench
+
+    _report(run_resume_bench(threads=threads, latency_ms=latency_ms, p_502=p502, p_secondary=psecondary,
+                             repeats=repeats))
+
+
 class RealSet(StrEnum):
     dev = "dev"
     test = "test"
