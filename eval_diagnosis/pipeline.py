@@ -272,6 +272,12 @@ def _run_eval(eval_set: Path, *, models: list[str], grader: str, out_dir: Path, 
     results = _write_outputs(out_dir, items, rows, grades, grader_obj.name, grader_card(grader_obj))
     dropped = [d for r in runners for d in [_dropped(getattr(r, "chat", None))] if d]
     dropped += [d for d in [_dropped(getattr(grader_obj, "chat", None))] if d]
+    if collect is not None:
+        missing = sum(1 for r in rows if r.error)
+        dropped.append(f"answers from {collect}: {len(rows) - missing} of {len(rows)}"
+                       + (f"; {missing} without one (a failed line, or results made for another model or prompt "
+                          f"version): run eval --batch again with the same --out to ask for those only"
+                          if missing else ""))
     return StageReport(stage="eval", counts=counts, notes=_notes(results) + dropped,
                        outputs={"answers": str(answers_path), "grades": str(out_dir / "grades.jsonl"),
                                 "results": str(out_dir / "results.json"), "report": str(out_dir / "report.html")})

@@ -109,7 +109,7 @@ def test_results_of_another_model_or_prompt_are_not_taken(built: Path, tmp_path:
     _openai_batch(openai_server, req, tmp_path / "res.jsonl")
     got = run_eval(es, models=["openai:model-b"], grader="lexical", out_dir=tmp_path / "b", concurrency=1,
                    store=None, collect=tmp_path / "res.jsonl")
-    assert got.counts["errors"] == 2
+    assert got.counts["errors"] == 2 and any("another model" in n for n in got.notes)
 
 
 def test_batch_bad_input_is_one_line(built: Path, tmp_path: Path, cli) -> None:  # noqa: ANN001
