@@ -201,6 +201,7 @@ def _write_answer_batch(eval_set: Path, *, models: list[str], out_dir: Path, pat
     done = _answered(out_dir / "answers.jsonl")
     counts = {"items": len(items), "batch_requests": 0, "already_answered": 0}
     seen: set[str] = set()
+    _mkdir(path.parent)
     with replacing(path) as fh:
         for it in items:
             if (it.id, spec) in done:

@@ -82,7 +82,7 @@ def test_anthropic_message_batches_round_trip(built: Path, tmp_path: Path, anthr
     import anthropic
 
     es = _set(built, tmp_path, 3)
-    req = tmp_path / "req.jsonl"
+    req = tmp_path / "new" / "folder" / "req.jsonl"  # folders made as needed
     run_eval(es, models=["anthropic:claude-test"], grader="lexical", out_dir=tmp_path / "e", concurrency=1,
              store=None, batch=req)
     reqs = [json.loads(x) for x in req.read_text(encoding="utf-8").splitlines()]
