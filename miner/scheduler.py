@@ -1387,9 +1387,11 @@ def _same_time(stored: str | None, listed: Any) -> bool:
 
 
 def _next(conn: dict[str, Any], page: Q.Page) -> Q.Page | None:
+    """The page after ``page``: full (100) after a first page sized to a count (the connection grew since it was
+    counted), the same size after one halved by a timeout."""
     info = conn.get("pageInfo") or {}
     if info.get("hasNextPage") and info.get("endCursor"):
-        return Q.Page(info["endCursor"], page.first)
+        return Q.Page(info["endCursor"], Q.PAGE if page.first in Q.FIRST_SIZES else page.first)
     return None
 
 

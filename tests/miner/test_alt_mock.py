@@ -386,3 +386,23 @@ def test_a_mine_killed_early_under_faults_resumes_for_what_is_left(tmp_path) -> 
     assert _export(killed) == _export(tmp_path / "fresh")
     assert _export(killed).count("\n") + 1 == len(c.threads)
     assert resumed_points <= 1.2 * fresh_points, (resumed_points, fresh_points)
+
+
+def test_a_thread_that_grows_after_it_was_listed_is_read_in_full_pages(store: Store) -> None:
+    """Follow-up first pages are sized to the counts the list gave; a thread that gained 150 comments after it was
+    listed is read on in pages of 100, not of the small first page's size."""
+    repos, threads = alt_corpus()
+    small = next(t for t in threads if t.repo == "alt/vision" and t.number == 2)  # 1 comment when listed
+    grown = small.model_copy(update={"comments": small.comments + _comments("grown", 150)})
+    with AltGitHubThread(repos, tokens=[TOKEN]) as srv:
+        def grow(n: int) -> None:
+            if n == 2:  # after the list pages, before the follow-ups
+                srv.state.put_thread(grown)
+
+        srv.state.before_query = grow
+        report = mine(store, srv.url, REQUESTED, settings=FAST, tokens=SECRETS)
+        sent = list(srv.state.stats.queries)
+    assert report.counts["failed"] == 0
+    got = store.get_thread(grown.id)
+    assert got is not None and len(got.comments) == 151
+    assert sum("first: 10," in q and "after:" in q for q in sent) == 0  # no small page after the first
