@@ -98,6 +98,7 @@ class _Size:
     safe: int = 0
 
     def __post_init__(self) -> None:
+        self.now = max(self.floor, min(self.now, self.top))
         self.safe = self.safe or self.now
 
     def lower(self, to: int) -> None:
@@ -598,7 +599,7 @@ class Scheduler:
             cp = self.store.get_checkpoint(repo.name, kind) or Checkpoint(repo.name, kind)
             cursor, run_hw = (None, None) if cp.complete else (cp.cursor, cp.run_high_water)
             repo.lists[kind] = _List(repo, kind, cp.high_water, cursor, run_hw,
-                                     _Size(Q.PAGE, Q.MIN_PAGE, max(Q.MIN_PAGE, min(cp.page_size or Q.PAGE, Q.PAGE))),
+                                     _Size(Q.PAGE, Q.MIN_PAGE, cp.page_size or Q.PAGE),
                                      from_start=cursor is None)
         self.active.append(repo)
         self.by_name[repo.name.lower()] = repo
@@ -782,14 +783,14 @@ class Scheduler:
         self.budget.lower(cost.nodes // 2)
         for r in batch.involved():
             r.halvings += 1
-        if cost.nodes > self.budget.now and len(batch.split()) > 1:
+        parts = batch.split()
+        if cost.nodes > self.budget.now and len(parts) > 1:
             for ls in batch.lists:
                 for lst in ls:
                     lst.busy = False
             self.work.push_front([w for fs in batch.fills for w in fs] + [w for ws in batch.walks for w in ws]
                                  + [w for ks in batch.locates for w in ks] + list(batch.replies))
             return
-        parts = batch.split()
         if len(parts) > 1:
             await asyncio.gather(*(self._run(p) for p in parts))
             return
@@ -1020,9 +1021,10 @@ class Scheduler:
                     if self.backwards and total and total > BOTH_ENDS else None
                 # first pages sized to the counts: a query's node count says what it really asks, so packed
                 # queries stay light (items added since the count come on a next page)
-                fill = Q.Fill(lst.kind, int(n["number"]), Q.first_page(_total(n.get("labels"))) if labels else None,
+                n_labels = _total(n.get("labels"))
+                fill = Q.Fill(lst.kind, int(n["number"]), Q.first_page(n_labels) if labels else None,
                               Q.first_page(total) if comments else None, tail)
-                self.work.push(_FillWork(page, d, fill, _total(n.get("labels")), total))
+                self.work.push(_FillWork(page, d, fill, n_labels, total))
         lst.pages.append(page)
         lst.cursor = end
         lst.exhausted = done

@@ -25,11 +25,11 @@ from typing import Any
 from eval_diagnosis.graders.base import Grade
 from eval_diagnosis.graders.llm import (
     JUDGE_PROMPT_VERSION,
-    JudgeRequest,
     judge_request,
     parse_verdict,
     verdict_grade,
 )
+from eval_diagnosis.providers import chat_batch_line
 from reprodiag.atomic_write import replacing
 from reprodiag.errors import UserError
 from reprodiag.manifests import read_manifest_doc
@@ -71,13 +71,6 @@ def verdicts_staleness(m: VerdictManifest | None) -> str | None:
     return f"judge prompt {m.judge_prompt_version}, current {JUDGE_PROMPT_VERSION}"
 
 
-def batch_line(provider: str, model: str, req: JudgeRequest) -> dict[str, Any]:
-    """One Batch API request line for ``provider`` (``openai`` or ``anthropic``)."""
-    from eval_diagnosis.providers import chat_batch_line
-
-    return chat_batch_line(provider, model, req.custom_id, req.system, req.prompt)
-
-
 def judge_spec(grader: str) -> tuple[str, str]:
     """(provider, model) of a reference-judge grader spec ``llm:openai:MODEL`` / ``llm:anthropic:MODEL``."""
     if not grader.startswith("llm:"):
@@ -110,7 +103,8 @@ def write_judge_batch(pairs: Iterable[tuple[EvalItem, str]], grader: str, path: 
             if done and req.custom_id in done:
                 counts["already_judged"] += 1
                 continue
-            fh.write(json.dumps(batch_line(provider, model, req), ensure_ascii=False) + "\n")
+            line = chat_batch_line(provider, model, req.custom_id, req.system, req.prompt)
+            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
             counts["batch_requests"] += 1
     return counts
 
